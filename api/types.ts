@@ -1,0 +1,230 @@
+// The data contract shared by hooks/, sinks/ and server/. Nothing here does I/O.
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
+export type JsonObject = { [key: string]: JsonValue }
+
+export const GROUP = 'kollect.dev'
+export const VERSION = 'v1alpha1'
+export const API_VERSION = `${GROUP}/${VERSION}`
+export const SCHEMA_VERSION = 'kollect.dev/v1alpha1'
+
+export interface ObjectRef {
+  namespace: string
+  name: string
+}
+
+export interface LabelSelectorRequirement {
+  key: string
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'
+  values?: string[]
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>
+  matchExpressions?: LabelSelectorRequirement[]
+}
+
+export interface ObjectMeta {
+  name?: string
+  namespace?: string
+  uid?: string
+  generation?: number
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+  deletionTimestamp?: string
+  [key: string]: unknown
+}
+
+export interface KubeObject {
+  apiVersion?: string
+  kind?: string
+  metadata?: ObjectMeta
+  [key: string]: unknown
+}
+
+// ---- KollectProfile ----
+export type AttributeType = 'string' | 'integer' | 'number' | 'boolean' | 'list' | 'object'
+
+export interface AttributeSpec {
+  name: string
+  cel?: string
+  jsonPath?: string
+  type?: AttributeType
+  optional?: boolean
+}
+
+export interface KollectProfileSpec {
+  attributes: AttributeSpec[]
+  redactKeys?: string[]
+}
+
+// ---- KollectTarget ----
+export interface ResourceSpec {
+  group?: string
+  version: string
+  kind: string
+  plural?: string
+}
+
+export interface KollectTargetSpec {
+  resource: ResourceSpec
+  namespaces?: string[]
+  namespaceSelector?: LabelSelector
+  labelSelector?: LabelSelector
+  matchPolicy?: string
+  profileRef: { name: string }
+  suspend?: boolean
+}
+
+// ---- KollectSink ----
+export type SinkType = 'file' | 'git' | 'postgres' | 'nats'
+export type DeletionPolicy = 'Retain' | 'Delete'
+
+export interface GitSinkSettings {
+  /** Remote URL; empty means a local repository under the data directory (the embedded default). */
+  url?: string
+  branch?: string
+  /** Path template; placeholders {cluster} {namespace} {name}. */
+  path?: string
+  layout?: 'document' | 'perResource'
+  author?: { name?: string; email?: string }
+}
+
+export interface PostgresSinkSettings {
+  schema?: string
+  table?: string
+}
+
+export interface NatsSinkSettings {
+  url: string
+  stream?: string
+  subject?: string
+}
+
+export interface FileSinkSettings {
+  /** Path template relative to the data directory; placeholders {cluster} {namespace} {name}. */
+  path?: string
+  format?: 'json' | 'yaml'
+}
+
+export interface KollectSinkSpec {
+  type: SinkType
+  cluster?: string
+  deletionPolicy?: DeletionPolicy
+  secretRef?: { name: string; namespace?: string }
+  git?: GitSinkSettings
+  postgres?: PostgresSinkSettings
+  nats?: NatsSinkSettings
+  file?: FileSinkSettings
+}
+
+// ---- KollectInventory ----
+export interface KollectInventorySpec {
+  targetRefs?: { name: string }[]
+  targetSelector?: LabelSelector
+  sinkRefs?: { name: string; namespace?: string }[]
+  debounce?: string
+  maxWait?: string
+  suspend?: boolean
+}
+
+// ---- KollectScope ----
+export interface KollectScopeSpec {
+  allowedNamespaces?: string[]
+  deniedNamespaces?: string[]
+  allowedResources?: { group?: string; kind: string }[]
+  allowedSinks?: { namespace: string; name: string }[]
+  minDebounce?: string
+}
+
+// ---- Status ----
+export type ConditionStatus = 'True' | 'False' | 'Unknown'
+
+export interface Condition {
+  type: string
+  status: ConditionStatus
+  reason: string
+  message: string
+  observedGeneration?: number
+}
+
+// ---- Items and snapshots ----
+
+/** One selected object after extraction. Identity: source target + object uid. */
+export interface Item {
+  group: string
+  version: string
+  kind: string
+  namespace: string
+  name: string
+  uid: string
+  target: ObjectRef
+  attributes: JsonObject
+}
+
+export interface Snapshot {
+  schemaVersion: typeof SCHEMA_VERSION
+  inventory: ObjectRef
+  cluster: string
+  itemCount: number
+  /** SHA-256 (hex) of the canonical JSON of `items`. */
+  checksum: string
+  items: Item[]
+}
+
+/** What a target sync hands to the exporter. */
+export interface TargetReport {
+  target: ObjectRef
+  generation: number
+  checksum: string
+  items: Item[]
+}
+
+export interface ResolvedSink extends ObjectRef {
+  spec: KollectSinkSpec
+}
+
+/** What an inventory sync hands to the exporter. */
+export interface InventoryComposition {
+  inventory: ObjectRef
+  generation: number
+  targets: ObjectRef[]
+  sinks: ResolvedSink[]
+  debounceMs: number
+  maxWaitMs: number
+  suspend: boolean
+}
+
+export type SinkState = 'Synced' | 'Pending' | 'Failing'
+
+export interface SinkExportState extends ObjectRef {
+  state: SinkState
+  checksum: string
+  itemCount: number
+  lastExportTime?: string
+  message: string
+}
+
+/** What the exporter has recorded for an inventory; inventory status is a pure function of it. */
+export interface InventoryExportState {
+  /** Every target of the composition has reported since the exporter started. */
+  complete: boolean
+  missingTargets: ObjectRef[]
+  itemCount: number
+  checksum: string
+  lastExportTime?: string
+  sinks: SinkExportState[]
+}
+
+export interface FinalizeResult {
+  finalized: boolean
+  state: InventoryExportState
+}
+
+/** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
+export interface ExporterClient {
+  reportTarget(report: TargetReport): Promise<void>
+  removeTarget(target: ObjectRef): Promise<void>
+  applyInventory(composition: InventoryComposition): Promise<InventoryExportState>
+  finalizeInventory(composition: InventoryComposition): Promise<FinalizeResult>
+}
