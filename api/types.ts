@@ -178,6 +178,8 @@ export interface TargetReport {
   generation: number
   checksum: string
   items: Item[]
+  /** Keys (see itemKey) of selected objects whose extraction failed: the exporter keeps their last good item. */
+  failedKeys: string[]
 }
 
 export interface ResolvedSink extends ObjectRef {

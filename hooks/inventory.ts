@@ -1,0 +1,183 @@
+import { validateSpec } from '../api/crd-schemas.js'
+import {
+  API_VERSION, type Condition, type FinalizeResult, type InventoryComposition, type InventoryExportState,
+  type KollectInventorySpec, type KollectSinkSpec, type ObjectRef, type ResolvedSink,
+} from '../api/types.js'
+import { condition, sortConditions } from './conditions.js'
+import { formatDuration, parseDuration } from './duration.js'
+import {
+  parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
+  type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
+} from './request.js'
+import { effectiveScope } from './scope.js'
+import { scopesOf } from './target.js'
+
+export const TARGET_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectTarget')
+export const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')
+
+export const DEFAULT_DEBOUNCE_MS = 10_000
+export const DEFAULT_MAX_WAIT_MS = 120_000
+
+export function customizeInventory(req: CustomizeRequest): CustomizeResponse {
+  const { namespace } = parentRef(req.parent)
+  const spec = parentSpec<KollectInventorySpec>(req.parent)
+  const rules: RelatedRule[] = [{ apiVersion: API_VERSION, resource: 'kollectscopes', namespace, labelSelector: {} }]
+  const targetNames = names(spec.targetRefs)
+  if (targetNames.length > 0) rules.push({ apiVersion: API_VERSION, resource: 'kollecttargets', namespace, names: targetNames })
+  else if (spec.targetSelector) {
+    rules.push({ apiVersion: API_VERSION, resource: 'kollecttargets', namespace, labelSelector: { matchLabels: spec.targetSelector.matchLabels ?? {}, ...(spec.targetSelector.matchExpressions ? { matchExpressions: spec.targetSelector.matchExpressions } : {}) } })
+  }
+  const byNamespace = new Map<string, Set<string>>()
+  for (const ref of Array.isArray(spec.sinkRefs) ? spec.sinkRefs : []) {
+    if (typeof ref?.name !== 'string') continue
+    const ns = typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : namespace
+    byNamespace.set(ns, (byNamespace.get(ns) ?? new Set()).add(ref.name))
+  }
+  for (const ns of [...byNamespace.keys()].sort()) {
+    rules.push({ apiVersion: API_VERSION, resource: 'kollectsinks', namespace: ns, names: [...(byNamespace.get(ns) as Set<string>)].sort() })
+  }
+  return { relatedResources: rules }
+}
+
+function names(refs: { name: string }[] | undefined): string[] {
+  return Array.isArray(refs) ? [...new Set(refs.map((r) => r?.name).filter((n): n is string => typeof n === 'string' && n !== ''))].sort() : []
+}
+
+export interface Problem {
+  reason: string
+  message: string
+}
+
+export type Composed =
+  | { ok: true; composition: InventoryComposition; problems: Problem[] }
+  | { ok: false; problems: Problem[] }
+
+/** Resolve the inventory's targets, sinks and debounce from the request alone. */
+export function composeInventory(req: SyncRequest): Composed {
+  const ref = parentRef(req.parent)
+  const spec = parentSpec<KollectInventorySpec>(req.parent)
+  const invalid = validateSpec('KollectInventory', spec)
+  if (!invalid.valid) return { ok: false, problems: [{ reason: 'InvalidSpec', message: invalid.errors.map((e) => `${e.path}: ${e.message}`).join('; ') }] }
+
+  const problems: Problem[] = []
+  const scope = effectiveScope(ref.namespace, scopesOf(req))
+  const targets: ObjectRef[] = []
+  const targetNames = names(spec.targetRefs)
+  if (targetNames.length > 0) {
+    const missing: string[] = []
+    for (const name of targetNames) {
+      if (relatedOne(req, TARGET_KEY, { namespace: ref.namespace, name })) targets.push({ namespace: ref.namespace, name })
+      else missing.push(name)
+    }
+    if (missing.length > 0) problems.push({ reason: 'TargetNotFound', message: `KollectTarget not found in ${ref.namespace}: ${missing.join(', ')}` })
+  } else {
+    for (const { object } of related(req, TARGET_KEY)) {
+      if (object.metadata?.namespace === ref.namespace && object.metadata.name) targets.push({ namespace: ref.namespace, name: object.metadata.name })
+    }
+  }
+
+  const sinks: ResolvedSink[] = []
+  const denied: string[] = []
+  const missing: string[] = []
+  const seen = new Set<string>()
+  for (const s of Array.isArray(spec.sinkRefs) ? spec.sinkRefs : []) {
+    const sinkRef = { namespace: s.namespace || ref.namespace, name: s.name }
+    const key = `${sinkRef.namespace}/${sinkRef.name}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    if (!scope.sinkAllowed(sinkRef)) {
+      denied.push(key)
+      continue
+    }
+    const object = relatedOne(req, SINK_KEY, sinkRef)
+    if (!object) missing.push(key)
+    else sinks.push({ ...sinkRef, spec: parentSpec<KollectSinkSpec>(object) })
+  }
+  if (denied.length > 0) problems.push({ reason: 'ScopeSinkDenied', message: `sinks not allowed by the scope of namespace ${ref.namespace}: ${denied.join(', ')}` })
+  if (missing.length > 0) problems.push({ reason: 'SinkNotFound', message: `KollectSink not found: ${missing.join(', ')}` })
+
+  let debounceMs = spec.debounce ? (parseDuration(spec.debounce) ?? DEFAULT_DEBOUNCE_MS) : DEFAULT_DEBOUNCE_MS
+  if (debounceMs < scope.minDebounceMs) {
+    problems.push({ reason: 'DebounceRaised', message: `debounce ${formatDuration(debounceMs)} raised to the scope minimum ${formatDuration(scope.minDebounceMs)}` })
+    debounceMs = scope.minDebounceMs
+  }
+  const maxWaitMs = Math.max(debounceMs, spec.maxWait ? (parseDuration(spec.maxWait) ?? DEFAULT_MAX_WAIT_MS) : DEFAULT_MAX_WAIT_MS)
+
+  return {
+    ok: true,
+    problems,
+    composition: {
+      inventory: ref,
+      generation: parentGeneration(req.parent),
+      targets,
+      sinks,
+      debounceMs,
+      maxWaitMs,
+      suspend: spec.suspend === true,
+    },
+  }
+}
+
+/** Status as a pure function of the request's composition and the exporter's recorded state. */
+export function inventoryStatus(req: SyncRequest, composed: Composed, state: InventoryExportState | null): Record<string, unknown> {
+  const generation = parentGeneration(req.parent)
+  if (!composed.ok || !state) {
+    const p = composed.problems[0] ?? { reason: 'ExporterUnavailable', message: 'the exporter did not answer' }
+    return {
+      observedGeneration: generation,
+      itemCount: 0,
+      checksum: '',
+      targetCount: 0,
+      sinks: [],
+      conditions: sortConditions([
+        condition('Ready', false, p.reason, p.message, generation),
+        condition('Synced', 'Unknown', p.reason, p.message, generation),
+        condition('Degraded', true, p.reason, p.message, generation),
+      ]),
+    }
+  }
+  const { composition, problems } = composed
+  const blocking = problems.filter((p) => p.reason !== 'DebounceRaised')
+  const failing = state.sinks.filter((s) => s.state === 'Failing')
+  const pending = state.sinks.filter((s) => s.state === 'Pending')
+  const conditions: Condition[] = [
+    blocking.length > 0
+      ? condition('Ready', false, (blocking[0] as Problem).reason, blocking.map((p) => p.message).join('; '), generation)
+      : condition('Ready', true, 'Resolved', `${composition.targets.length} targets, ${state.sinks.length} sinks`, generation),
+    syncedCondition(composition, state, pending.length, failing.length, generation),
+    failing.length > 0 || blocking.length > 0
+      ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : (blocking[0] as Problem).reason,
+        [...failing.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
+      : condition('Degraded', false, 'AsExpected', problems.map((p) => p.message).join('; '), generation),
+  ]
+  const status: Record<string, unknown> = {
+    observedGeneration: generation,
+    itemCount: state.itemCount,
+    checksum: state.checksum,
+    targetCount: composition.targets.length,
+    sinks: state.sinks,
+    conditions: sortConditions(conditions),
+  }
+  if (state.lastExportTime) status['lastExportTime'] = state.lastExportTime
+  return status
+}
+
+function syncedCondition(c: InventoryComposition, state: InventoryExportState, pending: number, failing: number, generation: number): Condition {
+  if (c.suspend) return condition('Synced', false, 'Suspended', 'inventory is suspended; nothing is exported', generation)
+  if (!state.complete) {
+    return condition('Synced', false, 'WaitingForTargets', `waiting for targets to report: ${state.missingTargets.map((t) => t.name).join(', ')}`, generation)
+  }
+  if (failing > 0) return condition('Synced', false, 'Failing', `${failing} of ${state.sinks.length} sinks failing`, generation)
+  if (pending > 0) return condition('Synced', false, 'Pending', `${pending} of ${state.sinks.length} sinks pending`, generation)
+  return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
+}
+
+export function syncInventoryResponse(req: SyncRequest, composed: Composed, state: InventoryExportState | null): SyncResponse {
+  return { status: inventoryStatus(req, composed, state), children: [] }
+}
+
+export function finalizeInventoryResponse(req: SyncRequest, composed: Composed, result: FinalizeResult | null): SyncResponse {
+  const status = inventoryStatus(req, composed, result?.state ?? null)
+  if (result?.finalized) return { status, children: [], finalized: true }
+  return { status, children: [], finalized: false, resyncAfterSeconds: 5 }
+}

@@ -1,0 +1,72 @@
+import { JSONPath } from 'jsonpath-plus'
+import { LRUCache } from 'lru-cache'
+import type { CompileError } from './cel.js'
+import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
+
+export const MISSING: unique symbol = Symbol('missing')
+
+export type JsonPathProgram = (object: unknown) => unknown | typeof MISSING
+
+export type JsonPathCompiled = { ok: true; program: JsonPathProgram } | { ok: false; error: CompileError }
+
+const cache = new LRUCache<string, JsonPathCompiled>({ max: 5000 })
+
+// Filters and script expressions are where JSONPath engines have run code; they are refused
+// before the engine sees the path, and the engine itself always runs with eval disabled.
+const FORBIDDEN = [
+  { re: /\?\s*\(/, why: 'filter expressions "?()" are not supported; use a CEL attribute' },
+  { re: /\(/, why: 'script expressions "()" are not supported; use a CEL attribute' },
+  { re: /@/, why: '"@" references are not supported; use a CEL attribute' },
+  { re: /`/, why: 'backticks are not supported' },
+]
+
+export function compileJsonPath(path: string, limits: ExpressionLimits = DEFAULT_LIMITS): JsonPathCompiled {
+  const hit = cache.get(path)
+  if (hit) return hit
+  const compiled = compileUncached(path, limits)
+  cache.set(path, compiled)
+  return compiled
+}
+
+function compileUncached(path: string, limits: ExpressionLimits): JsonPathCompiled {
+  if (typeof path !== 'string' || path.trim() === '') return fail('path is empty')
+  if (path.length > limits.maxExpressionLength) {
+    return fail(`path is ${path.length} characters; the limit is ${limits.maxExpressionLength}`)
+  }
+  if (!path.startsWith('$')) return fail('a JSONPath starts with "$"', 0)
+  for (const { re, why } of FORBIDDEN) {
+    const m = re.exec(path)
+    if (m) return fail(why, m.index)
+  }
+  const unbalanced = findUnbalanced(path)
+  if (unbalanced !== null) return fail('unbalanced brackets or quotes', unbalanced)
+  // A definite path (names and single indexes) yields one value or none; anything that can
+  // select several nodes yields a list, so an attribute's shape doesn't depend on the data.
+  const definite = !/\*|\.\.|:|,/.test(path.replace(/'[^']*'|"[^"]*"/g, ''))
+  const program: JsonPathProgram = (object) => {
+    const result = JSONPath({ path, json: object as object, eval: false, wrap: true }) as unknown[]
+    if (!definite) return result
+    return result.length === 0 ? MISSING : result[0]
+  }
+  return { ok: true, program }
+}
+
+function findUnbalanced(path: string): number | null {
+  let depth = 0
+  let quote: string | null = null
+  for (let i = 0; i < path.length; i++) {
+    const c = path[i]
+    if (quote) {
+      if (c === quote) quote = null
+      continue
+    }
+    if (c === "'" || c === '"') quote = c
+    else if (c === '[') depth++
+    else if (c === ']' && --depth < 0) return i
+  }
+  return depth === 0 && quote === null ? null : path.length
+}
+
+function fail(message: string, position?: number): JsonPathCompiled {
+  return { ok: false, error: position === undefined ? { message } : { message, position } }
+}

@@ -1,0 +1,25 @@
+// Bounds on what one team's CR can make the shared hook service do. Defaults are generous
+// for real profiles and small enough that a hostile one cannot stall or exhaust the process.
+export interface ExpressionLimits {
+  /** Characters in one CEL or JSONPath expression. */
+  maxExpressionLength: number
+  /** Attributes in one profile. */
+  maxAttributes: number
+  /** Nesting depth of CEL comprehension macros (map/filter/all/exists…); bounds polynomial blow-up. */
+  maxMacroDepth: number
+  /** CEL syntax tree nodes per expression. */
+  maxAstNodes: number
+  /** Bytes of canonical JSON one item's attributes may take. */
+  maxItemBytes: number
+  /** Bytes of canonical JSON all items of one target sync may take. */
+  maxRequestItemBytes: number
+}
+
+export const DEFAULT_LIMITS: ExpressionLimits = {
+  maxExpressionLength: 4096,
+  maxAttributes: 128,
+  maxMacroDepth: 2,
+  maxAstNodes: 2000,
+  maxItemBytes: 64 * 1024,
+  maxRequestItemBytes: 256 * 1024 * 1024,
+}

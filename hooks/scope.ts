@@ -1,0 +1,75 @@
+import type { KollectScopeSpec, ObjectRef } from '../api/types.js'
+import { parseDuration } from './duration.js'
+
+/**
+ * What a namespace may do, combined from all KollectScopes in it. Several scopes combine to
+ * the most restrictive reading: allowed sets intersect, denied sets unite, the largest
+ * minDebounce wins. A scope that leaves a list out takes the default for that list.
+ */
+export interface EffectiveScope {
+  /** Namespaces the namespace's targets may select, or "*" for any not denied. */
+  allowedNamespaces: ReadonlySet<string> | '*'
+  deniedNamespaces: ReadonlySet<string>
+  resourceAllowed(group: string, kind: string): boolean
+  sinkAllowed(sink: ObjectRef): boolean
+  minDebounceMs: number
+  /** Names of the scopes that were combined, for messages. */
+  sources: string[]
+}
+
+export function effectiveScope(namespace: string, scopes: { name: string; spec: KollectScopeSpec }[]): EffectiveScope {
+  let allowed: Set<string> | '*' = scopes.length === 0 ? new Set([namespace]) : '*'
+  const denied = new Set<string>()
+  const resourceLists: { group: string; kind: string }[][] = []
+  const sinkLists: Set<string>[] = []
+  let minDebounceMs = 0
+  for (const { spec } of scopes) {
+    const own: Set<string> | '*' = Array.isArray(spec.allowedNamespaces) && spec.allowedNamespaces.length > 0
+      ? (spec.allowedNamespaces.includes('*') ? '*' : new Set(spec.allowedNamespaces))
+      : new Set([namespace])
+    allowed = intersect(allowed, own)
+    for (const ns of spec.deniedNamespaces ?? []) denied.add(ns)
+    if (Array.isArray(spec.allowedResources) && spec.allowedResources.length > 0) {
+      resourceLists.push(spec.allowedResources.map((r) => ({ group: r.group ?? '', kind: r.kind })))
+    }
+    sinkLists.push(new Set((spec.allowedSinks ?? []).map((s) => `${s.namespace}/${s.name}`)))
+    const d = spec.minDebounce ? parseDuration(spec.minDebounce) : 0
+    if (d !== null && d > minDebounceMs) minDebounceMs = d
+  }
+  if (scopes.length === 0) sinkLists.push(new Set())
+  const isSecret = (group: string, kind: string) => group === '' && kind === 'Secret'
+  return {
+    allowedNamespaces: allowed,
+    deniedNamespaces: denied,
+    resourceAllowed: (group, kind) => {
+      if (resourceLists.length === 0) return !isSecret(group, kind)
+      return resourceLists.every((list) => list.some((r) => r.group === group && (r.kind === kind || r.kind === '*') && !(isSecret(group, kind) && r.kind === '*')))
+    },
+    // A team always owns the sinks in its own namespace; other namespaces' sinks need every scope's consent.
+    sinkAllowed: (sink) => sink.namespace === namespace || sinkLists.every((set) => set.has(`${sink.namespace}/${sink.name}`)),
+    minDebounceMs,
+    sources: scopes.map((s) => s.name).sort(),
+  }
+}
+
+function intersect(a: Set<string> | '*', b: Set<string> | '*'): Set<string> | '*' {
+  if (a === '*') return b
+  if (b === '*') return a
+  return new Set([...a].filter((x) => b.has(x)))
+}
+
+/** The namespaces a target may read: requested ∩ allowed − denied, and the requested ones refused. */
+export function resolveNamespaces(requested: string[], scope: EffectiveScope): { effective: Set<string> | '*'; refused: string[] } {
+  const refused: string[] = []
+  if (requested.includes('*')) {
+    if (scope.allowedNamespaces === '*') return { effective: '*', refused }
+    return { effective: new Set([...scope.allowedNamespaces].filter((ns) => !scope.deniedNamespaces.has(ns))), refused }
+  }
+  const effective = new Set<string>()
+  for (const ns of requested) {
+    const ok = !scope.deniedNamespaces.has(ns) && (scope.allowedNamespaces === '*' || scope.allowedNamespaces.has(ns))
+    if (ok) effective.add(ns)
+    else refused.push(ns)
+  }
+  return { effective, refused: refused.sort() }
+}

@@ -1,0 +1,84 @@
+import type { KubeObject, LabelSelector } from '../api/types.js'
+import { celError, type CelProgram } from './cel.js'
+import type { EffectiveScope } from './scope.js'
+
+// Selection is a chain of named predicates. Each returns null when the object passes, or the
+// reason it does not, for logs and status.
+export type Predicate = (object: KubeObject) => string | null
+
+export function matchesSelector(labels: Record<string, string> | undefined, selector: LabelSelector | undefined): boolean {
+  if (!selector) return true
+  const l = labels ?? {}
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) {
+    if (l[k] !== v) return false
+  }
+  for (const req of selector.matchExpressions ?? []) {
+    const has = Object.prototype.hasOwnProperty.call(l, req.key)
+    const values = req.values ?? []
+    switch (req.operator) {
+      case 'In':
+        if (!has || !values.includes(l[req.key] as string)) return false
+        break
+      case 'NotIn':
+        if (has && values.includes(l[req.key] as string)) return false
+        break
+      case 'Exists':
+        if (!has) return false
+        break
+      case 'DoesNotExist':
+        if (has) return false
+        break
+      default:
+        return false
+    }
+  }
+  return true
+}
+
+export function inNamespace(allowed: ReadonlySet<string> | '*', denied: ReadonlySet<string>): Predicate {
+  return (object) => {
+    const ns = object.metadata?.namespace ?? ''
+    if (denied.has(ns)) return `namespace ${ns} is denied by scope`
+    if (allowed !== '*' && !allowed.has(ns)) return `namespace ${ns} is not selected`
+    return null
+  }
+}
+
+export function matchesLabels(selector: LabelSelector | undefined): Predicate {
+  return (object) => (matchesSelector(object.metadata?.labels, selector) ? null : 'labels do not match labelSelector')
+}
+
+export function passesMatchPolicy(program: CelProgram | undefined): Predicate {
+  return (object) => {
+    if (!program) return null
+    let result: unknown
+    try {
+      result = program({ object })
+    } catch (err) {
+      return `matchPolicy failed: ${celError(err).message}`
+    }
+    if (typeof result !== 'boolean') return 'matchPolicy did not return a bool'
+    return result ? null : 'matchPolicy is false'
+  }
+}
+
+export function allowedByScope(scope: EffectiveScope): Predicate {
+  return (object) => {
+    const [group] = splitApiVersion(object.apiVersion ?? '')
+    return scope.resourceAllowed(group, object.kind ?? '') ? null : `${object.kind} is not allowed by scope`
+  }
+}
+
+export function splitApiVersion(apiVersion: string): [group: string, version: string] {
+  const i = apiVersion.indexOf('/')
+  return i < 0 ? ['', apiVersion] : [apiVersion.slice(0, i), apiVersion.slice(i + 1)]
+}
+
+/** The first failing predicate's reason, or null when all pass. */
+export function select(object: KubeObject, predicates: readonly Predicate[]): string | null {
+  for (const p of predicates) {
+    const reason = p(object)
+    if (reason !== null) return reason
+  }
+  return null
+}

@@ -1,0 +1,42 @@
+import { validateSpec } from '../api/crd-schemas.js'
+import type { KollectSinkSpec } from '../api/types.js'
+import { condition } from './conditions.js'
+import { parentGeneration, parentSpec, type SyncRequest, type SyncResponse } from './request.js'
+
+export interface SinkPolicy {
+  /** Checks an endpoint URL against the SSRF guard; returns a reason when refused. */
+  checkEndpoint(url: string): string | null
+}
+
+const PLACEHOLDER = /\{([^}]*)\}/g
+const PATH_PLACEHOLDERS = new Set(['cluster', 'namespace', 'name'])
+
+/** Static checks of a sink's configuration; reachability shows in the inventories that use it. */
+export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[] {
+  const invalid = validateSpec('KollectSink', spec)
+  if (!invalid.valid) return invalid.errors.map((e) => `${e.path}: ${e.message}`)
+  const problems: string[] = []
+  const template = spec.type === 'git' ? spec.git?.path : spec.type === 'file' ? spec.file?.path : undefined
+  if (template !== undefined) {
+    for (const m of template.matchAll(PLACEHOLDER)) {
+      if (!PATH_PLACEHOLDERS.has(m[1] as string)) problems.push(`spec.${spec.type}.path: unknown placeholder {${m[1]}}`)
+    }
+    if (template.startsWith('/') || template.split(/[\\/]/).includes('..')) problems.push(`spec.${spec.type}.path: must be relative and must not contain ".."`)
+  }
+  if (spec.type === 'postgres' && !spec.secretRef) problems.push('spec.secretRef: a postgres sink reads its DSN from a Secret')
+  const url = spec.type === 'git' ? spec.git?.url : spec.type === 'nats' ? spec.nats?.url : undefined
+  if (url) {
+    const refused = policy.checkEndpoint(url)
+    if (refused) problems.push(`spec.${spec.type}.url: ${refused}`)
+  }
+  return problems
+}
+
+export function syncSink(req: SyncRequest, policy: SinkPolicy): SyncResponse {
+  const generation = parentGeneration(req.parent)
+  const problems = sinkProblems(parentSpec<KollectSinkSpec>(req.parent), policy)
+  const ready = problems.length === 0
+    ? condition('Ready', true, 'Valid', 'configuration is valid', generation)
+    : condition('Ready', false, 'InvalidConfig', problems.join('; '), generation)
+  return { status: { observedGeneration: generation, conditions: [ready] }, children: [] }
+}

@@ -1,0 +1,235 @@
+import { compareItems, itemKey, itemsChecksum } from '../api/canonical.js'
+import { validateSpec } from '../api/crd-schemas.js'
+import {
+  API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectScopeSpec, type KollectTargetSpec,
+  type KubeObject, type LabelSelector, type TargetReport,
+} from '../api/types.js'
+import { compileCel, type CelProgram } from './cel.js'
+import { condition, sortConditions, truncate } from './conditions.js'
+import { extractObject } from './extract.js'
+import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
+import { isClusterScoped, type PluralResolution } from './plural.js'
+import { compileProfile, describeProblem } from './profile.js'
+import {
+  apiVersionOf, parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
+  type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
+} from './request.js'
+import { effectiveScope, resolveNamespaces, type EffectiveScope } from './scope.js'
+import { allowedByScope, inNamespace, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from './select.js'
+
+export const PROFILE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectProfile')
+export const SCOPE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectScope')
+
+export interface TargetContext {
+  plural: PluralResolution
+  limits?: ExpressionLimits
+}
+
+export interface TargetSyncResult {
+  response: SyncResponse
+  /** Items for the exporter; null keeps what it already holds (the spec or profile is broken, or the target is suspended). */
+  report: TargetReport | null
+}
+
+/** Related-resource rules from the target's own spec, so Metacontroller's per-generation cache stays right. */
+export function customizeTarget(req: CustomizeRequest, ctx: TargetContext): CustomizeResponse {
+  const { namespace } = parentRef(req.parent)
+  const spec = parentSpec<KollectTargetSpec>(req.parent)
+  const rules: RelatedRule[] = [{ apiVersion: API_VERSION, resource: 'kollectscopes', namespace, labelSelector: {} }]
+  if (typeof spec.profileRef?.name === 'string' && spec.profileRef.name !== '') {
+    rules.push({ apiVersion: API_VERSION, resource: 'kollectprofiles', namespace, names: [spec.profileRef.name] })
+  }
+  const res = spec.resource
+  if (spec.suspend === true || !ctx.plural.plural || typeof res?.version !== 'string' || typeof res?.kind !== 'string') {
+    return { relatedResources: rules }
+  }
+  const base = { apiVersion: apiVersionOf(res.group, res.version), resource: ctx.plural.plural, labelSelector: plainSelector(spec.labelSelector) }
+  if (isClusterScoped(res)) rules.push(base)
+  else if (spec.namespaceSelector) rules.push({ ...base, namespaceSelector: plainSelector(spec.namespaceSelector) })
+  else {
+    const namespaces = requestedNamespaces(spec, namespace)
+    if (namespaces.includes('*')) rules.push(base)
+    else for (const ns of namespaces) rules.push({ ...base, namespace: ns })
+  }
+  return { relatedResources: rules }
+}
+
+/** Metacontroller decodes rules strictly: only the two selector fields may appear. */
+function plainSelector(selector: LabelSelector | undefined): { matchLabels?: Record<string, string>; matchExpressions?: unknown[] } {
+  const out: { matchLabels?: Record<string, string>; matchExpressions?: unknown[] } = {}
+  if (selector?.matchLabels) out.matchLabels = selector.matchLabels
+  if (selector?.matchExpressions) out.matchExpressions = selector.matchExpressions
+  return out
+}
+
+function requestedNamespaces(spec: KollectTargetSpec, own: string): string[] {
+  return Array.isArray(spec.namespaces) && spec.namespaces.length > 0 ? [...new Set(spec.namespaces)].sort() : [own]
+}
+
+export function scopesOf(req: SyncRequest): { name: string; spec: KollectScopeSpec }[] {
+  return related(req, SCOPE_KEY).map(({ object }) => ({ name: object.metadata?.name ?? '', spec: parentSpec<KollectScopeSpec>(object) }))
+}
+
+interface Counts {
+  matchedCount: number
+  extractedCount: number
+  failedCount: number
+  lastError: string
+}
+
+const NO_COUNTS: Counts = { matchedCount: 0, extractedCount: 0, failedCount: 0, lastError: '' }
+
+export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResult {
+  const limits = ctx.limits ?? DEFAULT_LIMITS
+  const ref = parentRef(req.parent)
+  const generation = parentGeneration(req.parent)
+  const spec = parentSpec<KollectTargetSpec>(req.parent)
+  const res = spec.resource
+  const resourceStatus = res ? { group: res.group ?? '', version: res.version ?? '', kind: res.kind ?? '', plural: ctx.plural.plural ?? '' } : undefined
+  const fail = (reason: string, message: string, report: TargetReport | null = null): TargetSyncResult => ({
+    response: targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', resourceStatus, [condition('Ready', false, reason, message, generation)], generation),
+    report,
+  })
+
+  const invalid = validateSpec('KollectTarget', spec)
+  if (!invalid.valid) return fail('InvalidSpec', invalid.errors.map((e) => `${e.path}: ${e.message}`).join('; '))
+  if (spec.suspend === true) return fail('Suspended', 'target is suspended; the exporter keeps its last items')
+  if (!ctx.plural.plural) return fail('ResourceUnresolved', ctx.plural.message ?? `cannot resolve the plural of ${res.kind}; set spec.resource.plural`)
+
+  const scope = effectiveScope(ref.namespace, scopesOf(req))
+  const group = res.group ?? ''
+  const empty = (): TargetReport => ({ target: ref, generation, checksum: itemsChecksum([]), items: [], failedKeys: [] })
+  if (!scope.resourceAllowed(group, res.kind)) {
+    return fail('ScopeResourceDenied', `${res.kind}${group ? '.' + group : ''} is not allowed by the scope of namespace ${ref.namespace}${scopeNames(scope)}`, empty())
+  }
+
+  const profileObject = relatedOne(req, PROFILE_KEY, { namespace: ref.namespace, name: spec.profileRef.name })
+  if (!profileObject) return fail('ProfileNotFound', `KollectProfile ${ref.namespace}/${spec.profileRef.name} not found`)
+  const profile = compileProfile(parentSpec<KollectProfileSpec>(profileObject), limits)
+  if (profile.problems.length > 0) {
+    return fail('ProfileInvalid', `KollectProfile ${spec.profileRef.name}: ${profile.problems.map(describeProblem).join('; ')}`)
+  }
+
+  let policy: CelProgram | undefined
+  if (spec.matchPolicy !== undefined) {
+    const compiled = compileCel(spec.matchPolicy, limits)
+    if (!compiled.ok) {
+      const pos = compiled.error.position === undefined ? '' : ` at position ${compiled.error.position}`
+      return fail('InvalidMatchPolicy', `spec.matchPolicy: ${compiled.error.message}${pos}`)
+    }
+    policy = compiled.program
+  }
+
+  const clusterScoped = isClusterScoped(res)
+  const { effective, refused } = clusterScoped ? { effective: '*' as const, refused: [] } : resolveNamespaces(requestedNamespaces(spec, ref.namespace), scope)
+  if (clusterScoped && scope.allowedNamespaces !== '*') {
+    return fail('ScopeNamespaceDenied', `${res.kind} is cluster-scoped; the scope of namespace ${ref.namespace} must allow all namespaces ("*")${scopeNames(scope)}`, empty())
+  }
+  const predicates: Predicate[] = [
+    ...(clusterScoped ? [] : [inNamespace(effective, scope.deniedNamespaces)]),
+    matchesLabels(spec.labelSelector),
+    allowedByScope(scope),
+    passesMatchPolicy(policy),
+  ]
+
+  const objects = related(req, typeKey(res.group, res.version, res.kind))
+  const items: Item[] = []
+  const failedKeys: string[] = []
+  const counts: Counts = { ...NO_COUNTS }
+  let itemBytes = 0
+  for (const { key, object } of objects) {
+    const reason = select(object, predicates)
+    const identity = identityOf(object, res.version, ref)
+    if (reason !== null) {
+      // A policy that errors on one object must not delete that object's exported item.
+      if (reason.startsWith('matchPolicy failed')) {
+        recordFailure(counts, key, reason)
+        failedKeys.push(itemKey(identity))
+      }
+      continue
+    }
+    counts.matchedCount++
+    const out = extractObject(object, profile, limits.maxItemBytes)
+    if (out.errors.length > 0) recordFailure(counts, key, out.errors.join('; '))
+    if (!out.attributes) {
+      failedKeys.push(itemKey(identity))
+      continue
+    }
+    itemBytes += JSON.stringify(out.attributes).length
+    if (itemBytes > limits.maxRequestItemBytes) {
+      return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
+    }
+    items.push({ ...identity, attributes: out.attributes })
+    counts.extractedCount++
+  }
+  items.sort(compareItems)
+  const checksum = itemsChecksum(items)
+
+  const conditions: Condition[] = [
+    counts.failedCount > 0
+      ? condition('Ready', true, 'ExtractedWithErrors', `${counts.failedCount} of ${counts.matchedCount} objects had extraction errors`, generation)
+      : condition('Ready', true, 'Extracted', `${counts.extractedCount} of ${counts.matchedCount} matched objects extracted`, generation),
+  ]
+  if (refused.length > 0) {
+    conditions.push(condition('Degraded', true, 'ScopeNamespaceDenied', `namespaces not allowed by scope: ${refused.join(', ')}${scopeNames(scope)}`, generation))
+  }
+  return {
+    response: targetResponse(counts, checksum, resourceStatus, conditions, generation),
+    report: { target: ref, generation, checksum, items, failedKeys: failedKeys.sort() },
+  }
+}
+
+function recordFailure(counts: Counts, key: string, message: string): void {
+  counts.failedCount++
+  if (counts.lastError === '') counts.lastError = truncate(`${key}: ${message}`, 256)
+}
+
+function scopeNames(scope: EffectiveScope): string {
+  return scope.sources.length > 0 ? ` (KollectScope ${scope.sources.join(', ')})` : ' (no KollectScope: own namespace only)'
+}
+
+function identityOf(object: KubeObject, fallbackVersion: string, target: { namespace: string; name: string }): Omit<Item, 'attributes'> {
+  const [group, version] = splitApiVersion(object.apiVersion ?? '')
+  const meta = object.metadata ?? {}
+  const namespace = meta.namespace ?? ''
+  const name = meta.name ?? ''
+  const kind = object.kind ?? ''
+  return {
+    group,
+    version: version || fallbackVersion,
+    kind,
+    namespace,
+    name,
+    uid: meta.uid ?? `${group}/${kind}/${namespace}/${name}`,
+    target: { namespace: target.namespace, name: target.name },
+  }
+}
+
+function targetResponse(
+  counts: Counts,
+  checksum: string,
+  resource: Record<string, string> | undefined,
+  conditions: Condition[],
+  generation: number,
+): SyncResponse {
+  const status: Record<string, unknown> = {
+    observedGeneration: generation,
+    matchedCount: counts.matchedCount,
+    extractedCount: counts.extractedCount,
+    failedCount: counts.failedCount,
+    lastError: counts.lastError,
+    checksum,
+    conditions: sortConditions(conditions),
+  }
+  if (resource) status['resource'] = resource
+  return { status, children: [] }
+}
+
+/** Deleting a target drops its items from every inventory; the server confirms that with the exporter first. */
+export function finalizeTarget(req: SyncRequest, removed: boolean): SyncResponse {
+  const generation = parentGeneration(req.parent)
+  const status = req.parent['status'] && typeof req.parent['status'] === 'object' ? { ...(req.parent['status'] as Record<string, unknown>) } : {}
+  status['observedGeneration'] = generation
+  status['conditions'] = [condition('Ready', false, removed ? 'Finalized' : 'Finalizing', removed ? 'items removed from the exporter' : 'waiting for the exporter', generation)]
+  return removed ? { status, children: [], finalized: true } : { status, children: [], finalized: false, resyncAfterSeconds: 5 }
+}

@@ -1,0 +1,80 @@
+import type { AttributeType, JsonValue } from '../api/types.js'
+
+export class CoercionError extends Error {}
+
+/** CEL and JSONPath results as plain JSON: bigint → number, Date → RFC 3339, bytes → base64. */
+export function toJson(value: unknown): JsonValue {
+  if (value === null || value === undefined) return null
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value
+    case 'number':
+      if (!Number.isFinite(value)) throw new CoercionError(`value ${value} is not a finite number`)
+      return value
+    case 'bigint':
+      if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) return value.toString()
+      return Number(value)
+    case 'object':
+      break
+    default:
+      throw new CoercionError(`value of type ${typeof value} cannot be exported`)
+  }
+  if (Array.isArray(value)) return value.map(toJson)
+  if (value instanceof Date) return value.toISOString()
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+  if (value instanceof Map) {
+    const out: Record<string, JsonValue> = {}
+    for (const [k, v] of value) setOwn(out, String(k), toJson(v))
+    return out
+  }
+  const v = value as { valueOf?: () => unknown }
+  const prim = typeof v.valueOf === 'function' ? v.valueOf() : value
+  if (prim !== value) return toJson(prim)
+  const out: Record<string, JsonValue> = {}
+  for (const k of Object.keys(value)) setOwn(out, k, toJson((value as Record<string, unknown>)[k]))
+  return out
+}
+
+// Plain assignment of "__proto__" would set the prototype instead of a key.
+function setOwn(obj: Record<string, JsonValue>, key: string, value: JsonValue): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
+/** Apply a profile's type hint. null passes through: "missing" is decided before this. */
+export function coerce(value: JsonValue, type: AttributeType | undefined): JsonValue {
+  if (type === undefined || value === null) return value
+  switch (type) {
+    case 'string':
+      if (typeof value === 'string') return value
+      if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+      throw new CoercionError(`expected string, got ${describe(value)}`)
+    case 'integer': {
+      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value
+      if (typeof n === 'number' && Number.isInteger(n)) return n
+      throw new CoercionError(`expected integer, got ${describe(value)}`)
+    }
+    case 'number': {
+      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value
+      if (typeof n === 'number' && Number.isFinite(n)) return n
+      throw new CoercionError(`expected number, got ${describe(value)}`)
+    }
+    case 'boolean':
+      if (typeof value === 'boolean') return value
+      if (value === 'true' || value === 'false') return value === 'true'
+      throw new CoercionError(`expected boolean, got ${describe(value)}`)
+    case 'list':
+      return Array.isArray(value) ? value : [value]
+    case 'object':
+      if (typeof value === 'object' && !Array.isArray(value)) return value
+      throw new CoercionError(`expected object, got ${describe(value)}`)
+  }
+}
+
+function describe(value: JsonValue): string {
+  if (Array.isArray(value)) return 'list'
+  if (value === null) return 'null'
+  if (typeof value === 'object') return 'object'
+  const text = JSON.stringify(value)
+  return `${typeof value} ${text.length > 40 ? text.slice(0, 40) + '…' : text}`
+}

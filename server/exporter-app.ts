@@ -1,0 +1,57 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { ExporterClient, InventoryComposition, ObjectRef, TargetReport } from '../api/types.js'
+import { bearerMatches } from './auth.js'
+import { KollectError, errorBody } from './errors.js'
+import type { Logger } from './logger.js'
+import type { Metrics } from './metrics.js'
+
+// The exporter sidecar's API: the hooks container is its only client, over loopback, with the
+// same bearer token. Paths mirror the ExporterClient methods one to one.
+export const EXPORTER_ROUTES = {
+  reportTarget: '/v1/targets/report',
+  removeTarget: '/v1/targets/remove',
+  applyInventory: '/v1/inventories/apply',
+  finalizeInventory: '/v1/inventories/finalize',
+} as const
+
+export async function buildExporterApp(deps: { exporter: ExporterClient; token: string; bodyLimit: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
+  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit, disableRequestLogging: true })
+  app.addHook('onRequest', async (request) => {
+    if (request.url.startsWith('/v1/') && !bearerMatches(request.headers.authorization, deps.token)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
+  })
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const status = error instanceof KollectError ? error.statusCode : error.statusCode && error.statusCode < 500 ? error.statusCode : 500
+    if (status >= 500) request.log.error({ err: error }, 'exporter request failed')
+    void reply.code(status).send(error instanceof KollectError ? errorBody(error) : { code: 'KOLLECT_ERR_INTERNAL', message: status >= 500 ? 'internal error' : error.message })
+  })
+  const e = deps.exporter
+  app.post(EXPORTER_ROUTES.reportTarget, async (req) => { await e.reportTarget(req.body as TargetReport); return {} })
+  app.post(EXPORTER_ROUTES.removeTarget, async (req) => { await e.removeTarget(req.body as ObjectRef); return {} })
+  app.post(EXPORTER_ROUTES.applyInventory, async (req) => e.applyInventory(req.body as InventoryComposition))
+  app.post(EXPORTER_ROUTES.finalizeInventory, async (req) => e.finalizeInventory(req.body as InventoryComposition))
+  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get('/metrics', async (_request, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()))
+  return app
+}
+
+/** The hooks container's side of the seam. */
+export function httpExporterClient(baseUrl: string, token: string, timeoutMs = 8000): ExporterClient & { ping(): Promise<boolean> } {
+  const call = async <T>(route: string, body: unknown): Promise<T> => {
+    const res = await fetch(baseUrl + route, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    })
+    const text = await res.text()
+    if (!res.ok) throw new Error(`exporter answered ${res.status}: ${text.slice(0, 200)}`)
+    return JSON.parse(text) as T
+  }
+  return {
+    reportTarget: (r) => call(EXPORTER_ROUTES.reportTarget, r),
+    removeTarget: (t) => call(EXPORTER_ROUTES.removeTarget, t),
+    applyInventory: (c) => call(EXPORTER_ROUTES.applyInventory, c),
+    finalizeInventory: (c) => call(EXPORTER_ROUTES.finalizeInventory, c),
+    ping: async () => (await fetch(baseUrl + '/healthz', { signal: AbortSignal.timeout(2000) })).ok,
+  }
+}

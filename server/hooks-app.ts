@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import { refKey } from '../api/canonical.js'
+import type { ExporterClient, InventoryComposition } from '../api/types.js'
+import { composeInventory, customizeInventory, finalizeInventoryResponse, syncInventoryResponse } from '../hooks/inventory.js'
+import { syncProfile } from '../hooks/profile-sync.js'
+import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
+import { syncSink } from '../hooks/sink-sync.js'
+import { customizeTarget, finalizeTarget, syncTarget } from '../hooks/target.js'
+import type { KollectTargetSpec } from '../api/types.js'
+import { bearerMatches } from './auth.js'
+import type { Config } from './config.js'
+import type { PluralResolver } from './discovery.js'
+import { KollectError, errorBody } from './errors.js'
+import type { Logger } from './logger.js'
+import type { Metrics } from './metrics.js'
+import { checkEndpoint } from './ssrf.js'
+
+export interface HooksDeps {
+  config: Config
+  logger: Logger
+  metrics: Metrics
+  exporter: ExporterClient
+  resolvePlural: PluralResolver
+  /** Extra readiness check (exporter reachable, leadership); healthz never calls it. */
+  ready?: () => Promise<boolean>
+}
+
+// Request shapes as Metacontroller sends them (hook version v2). Only the envelope is checked
+// here; objects inside are data and are handled defensively by the hooks.
+const objectMap = { type: 'object', additionalProperties: { type: 'object' } }
+const parent = {
+  type: 'object',
+  required: ['metadata'],
+  properties: {
+    metadata: {
+      type: 'object',
+      required: ['name'],
+      properties: { name: { type: 'string', minLength: 1 }, namespace: { type: 'string' }, generation: { type: 'integer' }, uid: { type: 'string' } },
+    },
+    spec: { type: 'object' },
+  },
+}
+const syncSchema = {
+  type: 'object',
+  required: ['parent'],
+  properties: {
+    controller: { type: 'object' },
+    parent,
+    children: { type: 'object', additionalProperties: objectMap },
+    related: { type: 'object', additionalProperties: objectMap },
+    finalizing: { type: 'boolean' },
+  },
+}
+const customizeSchema = { type: 'object', required: ['parent'], properties: { controller: { type: 'object' }, parent } }
+
+type Handler = (body: unknown, request: FastifyRequest) => Promise<unknown>
+
+export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
+  const { config, logger, metrics, exporter } = deps
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: 1024 * 1024,
+    genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : randomUUID()),
+    requestTimeout: 60_000,
+    connectionTimeout: 120_000,
+    keepAliveTimeout: 15_000,
+    disableRequestLogging: false,
+    // Plain ajv for the envelope: no coercion, so a wrong type is a 400, not silently fixed.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+  })
+  app.server.headersTimeout = 10_000
+
+  // Metacontroller sends application/json; curl -d sends form encoding. Both are parsed as JSON,
+  // with the secure parser that refuses __proto__ and constructor keys.
+  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+
+  let inflight = 0
+  let inflightBytes = 0
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/hooks/')) return
+    if (!bearerMatches(request.headers.authorization, config.hookToken)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
+    const bytes = Number(request.headers['content-length'] ?? 0) || 0
+    if (inflight >= config.maxInflightRequests || (inflight > 0 && inflightBytes + bytes > config.maxInflightBytes)) {
+      metrics.hookShed.inc({ reason: inflight >= config.maxInflightRequests ? 'requests' : 'bytes' })
+      reply.header('Retry-After', '1')
+      throw new KollectError('KOLLECT_ERR_HOOK_OVERLOADED', '1')
+    }
+    inflight++
+    inflightBytes += bytes
+    let released = false
+    reply.raw.once('close', () => {
+      if (released) return
+      released = true
+      inflight--
+      inflightBytes -= bytes
+    })
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    const err = new KollectError('KOLLECT_ERR_HOOK_NOT_FOUND', `${request.method} ${request.url.split('?')[0]}`)
+    void reply.code(err.statusCode).send(errorBody(err))
+  })
+
+  app.setErrorHandler((error: Error & { code?: string; statusCode?: number; validation?: unknown }, request, reply) => {
+    const err = toKollectError(error, config.hookBodyLimit)
+    if (err.statusCode >= 500) request.log.error({ err: error }, 'hook failed')
+    else request.log.info({ code: err.code, message: err.message }, 'hook request refused')
+    void reply.code(err.statusCode).send(errorBody(err))
+  })
+
+  const route = (kind: string, hook: string, schema: object, handler: Handler) => {
+    app.post(`/hooks/${kind}/${hook}`, { bodyLimit: config.hookBodyLimit, schema: { body: schema } }, async (request: FastifyRequest, reply: FastifyReply) => {
+      const end = metrics.hookDuration.startTimer({ kind, hook })
+      try {
+        const result = await handler(request.body, request)
+        end({ code: '200' })
+        return reply.code(200).send(result)
+      } catch (err) {
+        end({ code: String(toKollectError(err as Error, config.hookBodyLimit).statusCode) })
+        throw err
+      }
+    })
+  }
+
+  route('targets', 'customize', customizeSchema, async (body) => {
+    const req = body as CustomizeRequest
+    return customizeTarget(req, { plural: await deps.resolvePlural(parentSpec<KollectTargetSpec>(req.parent).resource), limits: config.limits })
+  })
+  route('targets', 'sync', syncSchema, async (body) => {
+    const req = normaliseSync(body)
+    const plural = await deps.resolvePlural(parentSpec<KollectTargetSpec>(req.parent).resource)
+    const { response, report } = syncTarget(req, { plural, limits: config.limits })
+    if (report) {
+      await callExporter(() => exporter.reportTarget(report))
+      const target = refKey(report.target)
+      metrics.itemsExtracted.inc({ target }, report.items.length)
+    }
+    const failed = (response.status['failedCount'] as number | undefined) ?? 0
+    if (failed > 0) metrics.extractionErrors.inc({ target: refKey(parentRef(req.parent)) }, failed)
+    return response
+  })
+  route('targets', 'finalize', syncSchema, async (body) => {
+    const req = normaliseSync(body)
+    await callExporter(() => exporter.removeTarget(parentRef(req.parent)))
+    return finalizeTarget(req, true)
+  })
+  route('inventories', 'customize', customizeSchema, async (body) => customizeInventory(body as CustomizeRequest))
+  route('inventories', 'sync', syncSchema, async (body) => {
+    const req = normaliseSync(body)
+    const composed = composeInventory(req)
+    const state = composed.ok ? await callExporter(() => exporter.applyInventory(composed.composition)) : null
+    return syncInventoryResponse(req, composed, state)
+  })
+  route('inventories', 'finalize', syncSchema, async (body) => {
+    const req = normaliseSync(body)
+    const composed = composeInventory(req)
+    // An invalid spec still gets finalized: the exporter falls back to what it last applied.
+    const composition: InventoryComposition = composed.ok
+      ? composed.composition
+      : { inventory: parentRef(req.parent), generation: 0, targets: [], sinks: [], debounceMs: 0, maxWaitMs: 0, suspend: true }
+    const result = await callExporter(() => exporter.finalizeInventory(composition))
+    return finalizeInventoryResponse(req, composed, result)
+  })
+  route('profiles', 'sync', syncSchema, async (body) => syncProfile(normaliseSync(body), config.limits))
+  route('sinks', 'sync', syncSchema, async (body) => syncSink(normaliseSync(body), { checkEndpoint: (url) => checkEndpoint(url, config.allowPrivateSinks) }))
+
+  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get('/readyz', async (_request, reply) => {
+    const ok = deps.ready ? await deps.ready().catch(() => false) : true
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not ready' })
+  })
+  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()))
+  return app
+}
+
+/** Metacontroller always sends every key; curl users may not. Absent maps are empty. */
+function normaliseSync(body: unknown): SyncRequest {
+  const b = body as Partial<SyncRequest>
+  return { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
+}
+
+async function callExporter<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    throw new KollectError('KOLLECT_ERR_EXPORTER_UNAVAILABLE', (err as Error).message)
+  }
+}
+
+function toKollectError(error: Error & { code?: string; statusCode?: number; validation?: unknown; validationContext?: string }, bodyLimit: number): KollectError {
+  if (error instanceof KollectError) return error
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(bodyLimit))
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', error.message)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new KollectError('KOLLECT_ERR_HOOK_BAD_CONTENT_TYPE')
+  }
+  if (error.validation) return new KollectError('KOLLECT_ERR_HOOK_BAD_REQUEST', error.message)
+  if (error instanceof SyntaxError || error.statusCode === 400) return new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', error.message)
+  if (error.statusCode === 413) return new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(bodyLimit))
+  return new KollectError('KOLLECT_ERR_INTERNAL')
+}

@@ -1,0 +1,404 @@
+import { buildSnapshot, canonicalJson, itemKey, refKey, sha256 } from '../api/canonical.js'
+import type {
+  ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ResolvedSink,
+  SinkExportState, Snapshot, TargetReport,
+} from '../api/types.js'
+import { DEFAULT_BACKOFF, retryUntilDone, type BackoffPolicy } from './retry.js'
+import type { Sink, WriteResult } from './sink.js'
+
+export interface Clock {
+  now(): number
+  setTimeout(fn: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+}
+
+/** The embedded default sink: used by inventories that name no sinkRefs. */
+export const DEFAULT_SINK: ObjectRef = { namespace: '', name: 'default' }
+
+export interface ExportEvent {
+  sink: ObjectRef
+  inventory: ObjectRef
+  result: 'success' | 'failure'
+  durationMs: number
+  written?: WriteResult
+  error?: Error
+}
+
+export interface ExporterObserver {
+  onExport?(event: ExportEvent): void
+  onPendingChange?(pending: number): void
+}
+
+export interface ExporterOptions {
+  /** Default cluster label, overridden per sink by spec.cluster. */
+  cluster: string
+  /** Build a sink for a KollectSink, or the embedded default when `resolved` is null. */
+  createSink(resolved: ResolvedSink | null): Promise<Sink>
+  clock?: Clock
+  backoff?: BackoffPolicy
+  observer?: ExporterObserver
+  log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
+}
+
+interface TargetState {
+  items: Map<string, Item>
+}
+
+interface SinkRuntime {
+  ref: ObjectRef
+  poolKey: string
+  resolved: ResolvedSink | null
+  pending: Snapshot | null
+  confirmed: { checksum: string; itemCount: number; at: number } | null
+  failing: string | null
+  running: Promise<void> | null
+  abort: AbortController
+}
+
+interface InventoryRuntime {
+  composition: InventoryComposition
+  sinks: Map<string, SinkRuntime>
+  desired: Snapshot | null
+  firstPendingAt: number | null
+  lastChangeAt: number
+  timer: unknown
+  finalizing: Promise<void> | null
+  finalized: boolean
+}
+
+interface PooledSink {
+  sink: Promise<Sink>
+  refs: number
+}
+
+/**
+ * Holds the latest items per target and the composition per inventory; debounces and writes
+ * snapshots to each sink independently. Everything it decides is in memory: after a restart
+ * the completeness gate keeps it from exporting until every target has reported again, and
+ * each sink diffs against what it holds itself, so nothing is deleted downstream by accident.
+ */
+export class Exporter implements ExporterClient {
+  private readonly targets = new Map<string, TargetState>()
+  private readonly inventories = new Map<string, InventoryRuntime>()
+  private readonly pool = new Map<string, PooledSink>()
+  private readonly clock: Clock
+  private readonly backoff: BackoffPolicy
+  private closed = false
+
+  constructor(private readonly options: ExporterOptions) {
+    this.clock = options.clock ?? realClock
+    this.backoff = options.backoff ?? DEFAULT_BACKOFF
+  }
+
+  async reportTarget(report: TargetReport): Promise<void> {
+    const key = refKey(report.target)
+    const previous = this.targets.get(key)
+    const items = new Map<string, Item>()
+    for (const item of report.items) items.set(itemKey(item), item)
+    // An object whose extraction failed keeps its last good item instead of vanishing downstream.
+    for (const failed of report.failedKeys ?? []) {
+      const old = previous?.items.get(failed)
+      if (old && !items.has(failed)) items.set(failed, old)
+    }
+    this.targets.set(key, { items })
+    for (const inv of this.inventories.values()) {
+      if (inv.composition.targets.some((t) => refKey(t) === key)) this.markDirty(inv)
+    }
+  }
+
+  async removeTarget(target: ObjectRef): Promise<void> {
+    const key = refKey(target)
+    if (!this.targets.delete(key)) return
+    for (const inv of this.inventories.values()) {
+      if (inv.composition.targets.some((t) => refKey(t) === key)) this.markDirty(inv)
+    }
+  }
+
+  async applyInventory(composition: InventoryComposition): Promise<InventoryExportState> {
+    const key = refKey(composition.inventory)
+    let inv = this.inventories.get(key)
+    if (!inv) {
+      inv = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, finalizing: null, finalized: false }
+      this.inventories.set(key, inv)
+      this.reconcileSinks(inv)
+      this.markDirty(inv)
+    } else if (canonicalJson(inv.composition) !== canonicalJson(composition)) {
+      inv.composition = composition
+      this.reconcileSinks(inv)
+      this.markDirty(inv)
+    }
+    return this.state(inv)
+  }
+
+  async finalizeInventory(composition: InventoryComposition): Promise<FinalizeResult> {
+    const key = refKey(composition.inventory)
+    let inv = this.inventories.get(key)
+    if (!inv) {
+      inv = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, finalizing: null, finalized: false }
+      this.inventories.set(key, inv)
+      this.reconcileSinks(inv)
+    }
+    if (inv.finalized) {
+      const state = this.state(inv)
+      this.dropInventory(key, inv)
+      return { finalized: true, state }
+    }
+    if (!inv.finalizing) {
+      this.clock.clearTimeout(inv.timer)
+      inv.timer = null
+      inv.finalizing = this.runFinalize(inv).then(
+        () => { (inv as InventoryRuntime).finalized = true },
+        (err: Error) => {
+          (inv as InventoryRuntime).finalizing = null
+          this.log('warn', 'finalize failed; will retry on the next finalize call', { inventory: key, error: err.message })
+        },
+      )
+    }
+    await Promise.race([inv.finalizing, new Promise((r) => this.clock.setTimeout(() => r(undefined), 2000))])
+    if (inv.finalized) {
+      const state = this.state(inv)
+      this.dropInventory(key, inv)
+      return { finalized: true, state }
+    }
+    return { finalized: false, state: this.state(inv) }
+  }
+
+  /** Current export state of an inventory, or null when the exporter has not seen it. */
+  inventoryState(inventory: ObjectRef): InventoryExportState | null {
+    const inv = this.inventories.get(refKey(inventory))
+    return inv ? this.state(inv) : null
+  }
+
+  /** Resolves when no sink has work in flight or queued (for tests and graceful shutdown). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const running = [...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)).filter(Boolean)
+      if (running.length === 0) return
+      await Promise.allSettled(running)
+    }
+  }
+
+  /** Export now every inventory whose debounce timer is armed (graceful shutdown, tests). */
+  flush(): void {
+    for (const inv of this.inventories.values()) {
+      if (inv.timer !== null) {
+        this.clock.clearTimeout(inv.timer)
+        inv.timer = null
+        this.exportNow(inv)
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    for (const inv of this.inventories.values()) {
+      this.clock.clearTimeout(inv.timer)
+      for (const s of inv.sinks.values()) s.abort.abort()
+    }
+    await Promise.allSettled([...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)))
+    await Promise.allSettled([...this.pool.values()].map(async (p) => (await p.sink).close()))
+    this.pool.clear()
+  }
+
+  pendingCount(): number {
+    let n = 0
+    for (const inv of this.inventories.values()) for (const s of inv.sinks.values()) if (s.pending) n++
+    return n
+  }
+
+  // ---- internals ----
+
+  private sinkRefs(c: InventoryComposition): { ref: ObjectRef; resolved: ResolvedSink | null }[] {
+    if (c.sinks.length === 0) return [{ ref: DEFAULT_SINK, resolved: null }]
+    return c.sinks.map((s) => ({ ref: { namespace: s.namespace, name: s.name }, resolved: s }))
+  }
+
+  /** Keep one runtime per sink of the composition; a changed sink spec gets a fresh sink. */
+  private reconcileSinks(inv: InventoryRuntime): void {
+    const wanted = new Map(this.sinkRefs(inv.composition).map((s) => [refKey(s.ref), s]))
+    for (const [key, rt] of inv.sinks) {
+      const w = wanted.get(key)
+      if (!w || poolKeyOf(w.resolved) !== rt.poolKey) {
+        rt.abort.abort()
+        this.release(rt.poolKey)
+        inv.sinks.delete(key)
+      }
+    }
+    for (const [key, w] of wanted) {
+      if (inv.sinks.has(key)) continue
+      const poolKey = poolKeyOf(w.resolved)
+      this.acquire(poolKey, w.resolved)
+      inv.sinks.set(key, { ref: w.ref, poolKey, resolved: w.resolved, pending: null, confirmed: null, failing: null, running: null, abort: new AbortController() })
+    }
+  }
+
+  private acquire(poolKey: string, resolved: ResolvedSink | null): void {
+    const pooled = this.pool.get(poolKey)
+    if (pooled) {
+      pooled.refs++
+      return
+    }
+    const sink = this.options.createSink(resolved)
+    sink.catch(() => undefined) // surfaced per write, where the sink's state records it
+    this.pool.set(poolKey, { sink, refs: 1 })
+  }
+
+  private release(poolKey: string): void {
+    const pooled = this.pool.get(poolKey)
+    if (!pooled || --pooled.refs > 0) return
+    this.pool.delete(poolKey)
+    pooled.sink.then((s) => s.close()).catch(() => undefined)
+  }
+
+  private markDirty(inv: InventoryRuntime): void {
+    if (this.closed || inv.finalizing || inv.composition.suspend) return
+    const now = this.clock.now()
+    inv.lastChangeAt = now
+    inv.firstPendingAt ??= now
+    const due = Math.min(now + inv.composition.debounceMs, inv.firstPendingAt + inv.composition.maxWaitMs)
+    this.clock.clearTimeout(inv.timer)
+    inv.timer = this.clock.setTimeout(() => {
+      inv.timer = null
+      this.exportNow(inv)
+    }, Math.max(0, due - now))
+  }
+
+  private missingTargets(c: InventoryComposition): ObjectRef[] {
+    return c.targets.filter((t) => !this.targets.has(refKey(t)))
+  }
+
+  private exportNow(inv: InventoryRuntime): void {
+    if (this.missingTargets(inv.composition).length > 0) {
+      // Completeness gate: the next report of a missing target marks the inventory dirty again.
+      inv.firstPendingAt = null
+      return
+    }
+    inv.firstPendingAt = null
+    const items: Item[] = []
+    for (const t of inv.composition.targets) for (const item of (this.targets.get(refKey(t)) as TargetState).items.values()) items.push(item)
+    const snapshot = buildSnapshot(inv.composition.inventory, this.options.cluster, items)
+    inv.desired = snapshot
+    for (const rt of inv.sinks.values()) {
+      if (rt.confirmed?.checksum === snapshot.checksum && !rt.pending) continue
+      rt.pending = snapshot
+      this.drive(inv, rt)
+    }
+    this.options.observer?.onPendingChange?.(this.pendingCount())
+  }
+
+  /** One writer per sink runtime: it always writes the newest pending snapshot, retrying with backoff. */
+  private drive(inv: InventoryRuntime, rt: SinkRuntime): void {
+    if (rt.running) return
+    const run = async () => {
+      while (rt.pending && !rt.abort.signal.aborted) {
+        const snapshot = rt.pending
+        const started = this.clock.now()
+        try {
+          const written = await retryUntilDone(async () => {
+            const latest = rt.pending ?? snapshot
+            const sink = await (this.pool.get(rt.poolKey) as PooledSink).sink
+            const result = await sink.write(this.forSink(latest, rt.resolved))
+            return { latest, result }
+          }, {
+            policy: this.backoff,
+            signal: rt.abort.signal,
+            onFailedAttempt: (error, attempt) => {
+              rt.failing = error.message
+              this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'failure', durationMs: this.clock.now() - started, error })
+              this.log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
+            },
+          })
+          rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: this.clock.now() }
+          rt.failing = null
+          if (rt.pending === written.latest) rt.pending = null
+          this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'success', durationMs: this.clock.now() - started, written: written.result })
+        } catch (err) {
+          if (!rt.abort.signal.aborted) this.log('error', 'sink writer stopped', { sink: refKey(rt.ref), error: (err as Error).message })
+          return
+        }
+      }
+    }
+    rt.running = run().finally(() => {
+      rt.running = null
+      this.options.observer?.onPendingChange?.(this.pendingCount())
+    })
+  }
+
+  private forSink(snapshot: Snapshot, resolved: ResolvedSink | null): Snapshot {
+    const cluster = resolved?.spec.cluster
+    return cluster && cluster !== snapshot.cluster ? { ...snapshot, cluster } : snapshot
+  }
+
+  private async runFinalize(inv: InventoryRuntime): Promise<void> {
+    // Stop writers first, so a retrying write cannot land after the delete.
+    for (const rt of inv.sinks.values()) rt.abort.abort()
+    await Promise.allSettled([...inv.sinks.values()].map((rt) => rt.running))
+    const failures: string[] = []
+    await Promise.all([...inv.sinks.values()].map(async (rt) => {
+      rt.pending = null
+      if ((rt.resolved?.spec.deletionPolicy ?? 'Retain') !== 'Delete') return
+      try {
+        const sink = await (this.pool.get(rt.poolKey) as PooledSink).sink
+        await sink.remove(inv.composition.inventory, rt.resolved?.spec.cluster || this.options.cluster)
+        rt.failing = null
+      } catch (err) {
+        rt.failing = (err as Error).message
+        failures.push(`${refKey(rt.ref)}: ${(err as Error).message}`)
+      }
+    }))
+    for (const rt of inv.sinks.values()) rt.abort = new AbortController()
+    if (failures.length > 0) throw new Error(failures.join('; '))
+  }
+
+  private dropInventory(key: string, inv: InventoryRuntime): void {
+    this.clock.clearTimeout(inv.timer)
+    for (const rt of inv.sinks.values()) {
+      rt.abort.abort()
+      this.release(rt.poolKey)
+    }
+    this.inventories.delete(key)
+  }
+
+  private state(inv: InventoryRuntime): InventoryExportState {
+    const missing = this.missingTargets(inv.composition)
+    const sinks: SinkExportState[] = [...inv.sinks.values()]
+      .map((rt): SinkExportState => {
+        const s: SinkExportState = {
+          namespace: rt.ref.namespace,
+          name: rt.ref.name,
+          state: rt.failing ? 'Failing' : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending' : 'Synced',
+          checksum: rt.confirmed?.checksum ?? '',
+          itemCount: rt.confirmed?.itemCount ?? 0,
+          message: rt.failing ?? (rt.confirmed ? '' : missing.length > 0 ? 'waiting for targets to report' : inv.composition.suspend ? 'suspended' : 'waiting for the first export'),
+        }
+        if (rt.confirmed) s.lastExportTime = new Date(rt.confirmed.at).toISOString().replace(/\.\d{3}Z$/, 'Z')
+        return s
+      })
+      .sort((a, b) => (refKey(a) < refKey(b) ? -1 : refKey(a) > refKey(b) ? 1 : 0))
+    const times = sinks.map((s) => s.lastExportTime).filter((t): t is string => !!t).sort()
+    const state: InventoryExportState = {
+      complete: missing.length === 0,
+      missingTargets: missing,
+      itemCount: inv.desired?.itemCount ?? 0,
+      checksum: inv.desired?.checksum ?? '',
+      sinks,
+    }
+    const last = times[times.length - 1]
+    if (last) state.lastExportTime = last
+    return state
+  }
+
+  private log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {
+    this.options.log?.(level, msg, fields)
+  }
+}
+
+function poolKeyOf(resolved: ResolvedSink | null): string {
+  return resolved ? `${refKey(resolved)}#${sha256(canonicalJson(resolved.spec))}` : 'embedded/default'
+}

@@ -1,0 +1,60 @@
+import path from 'node:path'
+import type { ResolvedSink } from '../api/types.js'
+import { escapePathSegment } from './escape.js'
+import { createFileSink } from './file/index.js'
+import { createGitSink } from './git/index.js'
+import { createNatsSink } from './nats/index.js'
+import type { SinkOptions } from './options.js'
+import { createPostgresSink } from './postgres/index.js'
+import { SinkError, type Credentials, type Sink } from './sink.js'
+
+export interface SinkFactoryDeps {
+  dataDir: string
+  /** Reads the data of a sink's secretRef; rejects when it cannot. */
+  credentials(sink: ResolvedSink): Promise<Credentials>
+  /** SSRF guard, after DNS; returns why an endpoint is refused. */
+  checkEndpoint(url: string): Promise<string | null>
+}
+
+const FACTORIES: Record<string, (opts: SinkOptions) => Sink> = {
+  file: createFileSink,
+  git: createGitSink,
+  postgres: createPostgresSink,
+  nats: createNatsSink,
+}
+
+/** The embedded default: a local Git repository under the data directory. */
+export function defaultSinkOptions(dataDir: string): SinkOptions {
+  return { id: 'default', spec: { type: 'git', deletionPolicy: 'Retain' }, credentials: {}, dataDir: path.join(dataDir, 'repo') }
+}
+
+export function createSinkFactory(deps: SinkFactoryDeps): (resolved: ResolvedSink | null) => Promise<Sink> {
+  return async (resolved) => {
+    if (!resolved) return createGitSink(defaultSinkOptions(deps.dataDir))
+    const id = `${resolved.namespace}/${resolved.name}`
+    const factory = FACTORIES[resolved.spec.type]
+    if (!factory) throw new SinkError(`sink ${id}: unknown type ${JSON.stringify(resolved.spec.type)}`, { retriable: false })
+    const credentials = resolved.spec.secretRef ? await deps.credentials(resolved) : {}
+    for (const url of endpointsOf(resolved, credentials)) {
+      const refused = await deps.checkEndpoint(url)
+      if (refused) throw new SinkError(`sink ${id}: ${refused}`, { retriable: false })
+    }
+    const dataDir = path.join(deps.dataDir, 'sinks', escapePathSegment(resolved.namespace), escapePathSegment(resolved.name))
+    return factory({ id, spec: resolved.spec, credentials, dataDir })
+  }
+}
+
+function endpointsOf(sink: ResolvedSink, credentials: Credentials): string[] {
+  switch (sink.spec.type) {
+    case 'git':
+      return sink.spec.git?.url ? [sink.spec.git.url] : []
+    case 'nats':
+      return sink.spec.nats?.url ? sink.spec.nats.url.split(',').map((u) => u.trim()) : []
+    case 'postgres': {
+      const dsn = credentials['dsn'] ?? credentials['url'] ?? credentials['DATABASE_URL']
+      return dsn && /^postgres(ql)?:/.test(dsn) ? [dsn] : []
+    }
+    default:
+      return []
+  }
+}
