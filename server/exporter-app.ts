@@ -15,7 +15,7 @@ export const EXPORTER_ROUTES = {
 } as const
 
 export async function buildExporterApp(deps: { exporter: ExporterClient; token: string; bodyLimit: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit, disableRequestLogging: true })
+  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit })
   app.addHook('onRequest', async (request) => {
     if (request.url.startsWith('/v1/') && !bearerMatches(request.headers.authorization, deps.token)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
   })
@@ -25,10 +25,10 @@ export async function buildExporterApp(deps: { exporter: ExporterClient; token: 
     void reply.code(status).send(error instanceof KollectError ? errorBody(error) : { code: 'KOLLECT_ERR_INTERNAL', message: status >= 500 ? 'internal error' : error.message })
   })
   const e = deps.exporter
-  app.post(EXPORTER_ROUTES.reportTarget, async (req) => { await e.reportTarget(req.body as TargetReport); return {} })
-  app.post(EXPORTER_ROUTES.removeTarget, async (req) => { await e.removeTarget(req.body as ObjectRef); return {} })
-  app.post(EXPORTER_ROUTES.applyInventory, async (req) => e.applyInventory(req.body as InventoryComposition))
-  app.post(EXPORTER_ROUTES.finalizeInventory, async (req) => e.finalizeInventory(req.body as InventoryComposition))
+  app.post(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn' }, async (req) => { await e.reportTarget(req.body as TargetReport); return {} })
+  app.post(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn' }, async (req) => { await e.removeTarget(req.body as ObjectRef); return {} })
+  app.post(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn' }, async (req) => e.applyInventory(req.body as InventoryComposition))
+  app.post(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn' }, async (req) => e.finalizeInventory(req.body as InventoryComposition))
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/metrics', async (_request, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()))
   return app

@@ -65,7 +65,6 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     requestTimeout: 60_000,
     connectionTimeout: 120_000,
     keepAliveTimeout: 15_000,
-    disableRequestLogging: false,
     // Plain ajv for the envelope: no coercion, so a wrong type is a 400, not silently fixed.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   })

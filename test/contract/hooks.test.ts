@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { validateStatus } from '../../api/crd-schemas.js'
+import type { KubeObject } from '../../api/types.js'
+import { exampleRequests } from '../support/gen-examples.js'
+import { get, post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
+import {
+  ROOT, TYPES, controllerFor, deployment, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest,
+} from '../support/metacontroller.js'
+
+// The hook contract, over a real socket: requests shaped exactly as Metacontroller sends them.
+const EXAMPLES = path.join(ROOT, 'examples', 'requests')
+const GOLDEN = path.join(ROOT, 'test', 'golden')
+const ROUTES: Record<string, string> = {
+  'target-customize': '/hooks/targets/customize',
+  'target-sync': '/hooks/targets/sync',
+  'target-sync-changed': '/hooks/targets/sync',
+  'inventory-customize': '/hooks/inventories/customize',
+  'inventory-sync': '/hooks/inventories/sync',
+  'inventory-finalize': '/hooks/inventories/finalize',
+  'profile-sync': '/hooks/profiles/sync',
+  'sink-sync': '/hooks/sinks/sync',
+}
+
+let server: HooksServer
+before(async () => {
+  server = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(256 * 1024) })
+})
+after(async () => {
+  await server.close()
+})
+
+describe('examples and golden responses', () => {
+  test('checked-in example requests are what the generator produces', () => {
+    for (const [name, body] of Object.entries(exampleRequests())) {
+      assert.equal(readFileSync(path.join(EXAMPLES, `${name}.json`), 'utf8'), goJson(body) + '\n', `examples/requests/${name}.json is stale: run npm run examples`)
+    }
+  })
+
+  test('every example request gets its golden response', async () => {
+    const fresh = await startHooksServer()
+    try {
+      const update = process.env['KOLLECT_UPDATE_GOLDEN'] === '1'
+      if (update) mkdirSync(GOLDEN, { recursive: true })
+      const names = readdirSync(EXAMPLES).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort()
+      assert.deepEqual(names, Object.keys(ROUTES).sort())
+      // Order matters for the exporter state that inventory status reports.
+      for (const name of ['profile-sync', 'sink-sync', 'target-customize', 'target-sync', 'inventory-customize', 'inventory-sync', 'target-sync-changed', 'inventory-finalize']) {
+        const res = await post(fresh.url + ROUTES[name], readFileSync(path.join(EXAMPLES, `${name}.json`)))
+        assert.equal(res.status, 200, `${name}: ${res.text}`)
+        const file = path.join(GOLDEN, `${name}.response.json`)
+        const pretty = JSON.stringify(res.json(), null, 2) + '\n'
+        if (update) writeFileSync(file, pretty)
+        assert.ok(existsSync(file), `missing golden file ${file}; run with KOLLECT_UPDATE_GOLDEN=1`)
+        assert.equal(pretty, readFileSync(file, 'utf8'), `${name} differs from its golden response`)
+      }
+    } finally {
+      await fresh.close()
+    }
+  })
+})
+
+describe('Metacontroller request shapes', () => {
+  test('the same sync request twice gives byte-identical responses', async () => {
+    const body = goJson(targetSyncRequest([deployment(1), deployment(2), deployment(3, { tier: 'backend' })]))
+    const a = await post(server.url + '/hooks/targets/sync', body)
+    const b = await post(server.url + '/hooks/targets/sync', body)
+    assert.equal(a.status, 200)
+    assert.equal(a.text, b.text)
+    const status = (a.json() as { status: Record<string, unknown> }).status
+    assert.equal(status['matchedCount'], 2)
+    assert.deepEqual(validateStatus('KollectTarget', status), { valid: true })
+  })
+
+  test('v2 keys, managedFields and Go escapes are read as data', async () => {
+    const d = deployment(7, { name: 'escapes' })
+    ;(d.metadata as Record<string, unknown>)['annotations'] = { note: '<b>a & b</b>' }
+    const body = goJson(targetSyncRequest([d]))
+    assert.match(body, /\\u003cb\\u003ea \\u0026 b/)
+    assert.match(body, /"managedFields"/)
+    assert.match(body, /"team-a\/escapes"/)
+    const res = await post(server.url + '/hooks/targets/sync', body)
+    assert.equal(res.status, 200)
+    assert.equal((res.json() as { status: { extractedCount: number } }).status.extractedCount, 1)
+  })
+
+  test('core kinds are keyed Kind.version (Pod.v1) and selected', async () => {
+    const target = loadExampleCr('target-deployments.yaml')
+    target['spec'] = { resource: { version: 'v1', kind: 'Pod' }, profileRef: { name: 'pods' } }
+    const profile = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectProfile', metadata: { name: 'pods', namespace: 'team-a', uid: 'p', generation: 1 }, spec: { attributes: [{ name: 'node', jsonPath: '$.spec.nodeName', optional: true }, { name: 'phase', cel: 'object.status.phase' }] } }
+    const pod = (name: string, ns: string): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, uid: `pod-${name}` }, spec: { nodeName: 'node-1' }, status: { phase: 'Running' } })
+    const related = relatedMap([TYPES.scope, TYPES.profile, TYPES.pod], { [TYPES.profile]: [profile], [TYPES.pod]: [pod('a', 'team-a'), pod('b', 'team-a'), pod('c', 'team-c')] })
+    assert.deepEqual(Object.keys(related[TYPES.pod] ?? {}), ['team-a/a', 'team-a/b', 'team-c/c'])
+    const res = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), target, related)))
+    const status = (res.json() as { status: Record<string, unknown> }).status
+    assert.equal(status['matchedCount'], 2, 'team-c is outside the target namespace')
+    assert.deepEqual(status['resource'], { group: '', version: 'v1', kind: 'Pod', plural: 'pods' })
+  })
+
+  test('cluster-scoped objects keyed by bare name are selected when the scope allows all namespaces', async () => {
+    const target = loadExampleCr('target-deployments.yaml')
+    target['spec'] = { resource: { version: 'v1', kind: 'Namespace' }, profileRef: { name: 'ns' } }
+    const profile = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectProfile', metadata: { name: 'ns', namespace: 'team-a', generation: 1 }, spec: { attributes: [{ name: 'owner', cel: 'object.metadata.?labels.owner.orValue("")' }] } }
+    const scope = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope', metadata: { name: 'wide', namespace: 'team-a' }, spec: { allowedNamespaces: ['*'], allowedResources: [{ group: '', kind: 'Namespace' }] } }
+    const ns = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, uid: `ns-${name}`, labels: { owner: 'x' } } })
+    const related = relatedMap([TYPES.scope, TYPES.profile, TYPES.namespace], { [TYPES.profile]: [profile], [TYPES.scope]: [scope], [TYPES.namespace]: [ns('team-a'), ns('team-b')] })
+    assert.deepEqual(Object.keys(related[TYPES.namespace] ?? {}), ['team-a', 'team-b'])
+    const res = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), target, related)))
+    assert.equal((res.json() as { status: { extractedCount: number } }).status.extractedCount, 2)
+
+    const noScope = relatedMap([TYPES.scope, TYPES.profile, TYPES.namespace], { [TYPES.profile]: [profile], [TYPES.namespace]: [ns('team-a')] })
+    const denied = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), target, noScope)))
+    const conditions = (denied.json() as { status: { conditions: { reason: string }[] } }).status.conditions
+    assert.equal(conditions[0]?.reason, 'ScopeNamespaceDenied')
+  })
+
+  test('every declared type present as {} is an empty selection, not an error', async () => {
+    const res = await post(server.url + '/hooks/targets/sync', goJson(targetSyncRequest([])))
+    assert.equal(res.status, 200)
+    const status = (res.json() as { status: Record<string, unknown> }).status
+    assert.equal(status['matchedCount'], 0)
+    assert.equal(status['checksum'], '4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945')
+  })
+
+  test('responses carry only the keys a strict v2 decoder accepts', async () => {
+    const sync = (await post(server.url + '/hooks/targets/sync', goJson(targetSyncRequest([deployment(1)])))).json() as Record<string, unknown>
+    assert.deepEqual(Object.keys(sync).sort(), ['children', 'status'])
+    assert.deepEqual(sync['children'], [])
+    const customize = (await post(server.url + '/hooks/targets/customize', readFileSync(path.join(EXAMPLES, 'target-customize.json')))).json() as { relatedResources: Record<string, unknown>[] }
+    for (const rule of customize.relatedResources) {
+      for (const k of Object.keys(rule)) assert.ok(['apiVersion', 'resource', 'labelSelector', 'namespaceSelector', 'namespace', 'names'].includes(k), k)
+      if (rule['names']) assert.equal(rule['labelSelector'], undefined, 'names with a selector is an error in Metacontroller')
+    }
+  })
+})
+
+describe('bad input gets a clear 4xx or a status condition, and the server keeps serving', () => {
+  const cases: { reason: string; route: string; body: string | Buffer; status: number; code?: string; message?: RegExp }[] = [
+    { reason: 'invalid JSON is a 400', route: '/hooks/targets/sync', body: '{"parent":', status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON' },
+    { reason: 'an empty body is a 400', route: '/hooks/targets/sync', body: '', status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON' },
+    { reason: 'a wrong type names the field', route: '/hooks/targets/sync', body: '{"parent":"x"}', status: 400, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message: /parent/ },
+    { reason: 'a parent without metadata.name names the field', route: '/hooks/inventories/sync', body: '{"parent":{"metadata":{}}}', status: 400, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message: /name/ },
+    { reason: 'related must be a map of maps', route: '/hooks/targets/sync', body: '{"parent":{"metadata":{"name":"a"}},"related":{"Pod.v1":[1]}}', status: 400, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message: /related/ },
+    { reason: 'finalizing must be a boolean', route: '/hooks/targets/sync', body: '{"parent":{"metadata":{"name":"a"}},"finalizing":"yes"}', status: 400, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message: /finalizing/ },
+    { reason: 'an unknown route is a 404', route: '/hooks/widgets/sync', body: '{}', status: 404, code: 'KOLLECT_ERR_HOOK_NOT_FOUND' },
+    { reason: 'a body over the limit is a 413', route: '/hooks/targets/sync', body: '{"x":"' + 'a'.repeat(300 * 1024) + '"}', status: 413, code: 'KOLLECT_ERR_HOOK_BODY_TOO_LARGE' },
+    { reason: 'a __proto__ key is refused', route: '/hooks/targets/sync', body: '{"parent":{"metadata":{"name":"a"}},"__proto__":{"polluted":1}}', status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON' },
+  ]
+  for (const c of cases) {
+    test(c.reason, async () => {
+      const res = await post(server.url + c.route, c.body)
+      assert.equal(res.status, c.status, res.text)
+      const body = res.json() as { code: string; message: string }
+      if (c.code) assert.equal(body.code, c.code)
+      assert.ok(body.message.length > 0)
+      if (c.message) assert.match(body.message, c.message)
+      assert.equal((await get(server.url + '/healthz')).status, 200)
+      assert.equal(({} as Record<string, unknown>)['polluted'], undefined)
+    })
+  }
+
+  test('a CEL syntax error becomes a profile condition with its position', async () => {
+    const profile = loadExampleCr('profile-deployments.yaml')
+    ;(profile['spec'] as { attributes: { name: string; cel?: string }[] }).attributes[0] = { name: 'images', cel: 'object.spec.template.spec.containers.map(c, c.image' }
+    const res = await post(server.url + '/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), profile, {})))
+    assert.equal(res.status, 200)
+    const ready = (res.json() as { status: { conditions: { status: string; reason: string; message: string }[] } }).status.conditions[0]
+    assert.equal(ready?.status, 'False')
+    assert.equal(ready?.reason, 'InvalidExpression')
+    assert.match(ready?.message ?? '', /spec\.attributes\[0\]\.cel \(images\): .* at position \d+/)
+  })
+
+  test('a JSONPath filter that tries to run code becomes a condition and runs nothing', async () => {
+    const profile = loadExampleCr('profile-deployments.yaml')
+    ;(profile['spec'] as { attributes: unknown[] }).attributes = [{ name: 'x', jsonPath: "$..[?(@.constructor.constructor('return process')().exit(3))]" }]
+    const res = await post(server.url + '/hooks/targets/sync', goJson(targetSyncRequest([deployment(1)], { profile })))
+    assert.equal(res.status, 200)
+    const ready = (res.json() as { status: { conditions: { reason: string; message: string }[] } }).status.conditions[0]
+    assert.equal(ready?.reason, 'ProfileInvalid')
+    assert.match(ready?.message ?? '', /jsonPath/)
+    assert.equal((await get(server.url + '/healthz')).status, 200)
+  })
+})
+
+describe('hook authentication', () => {
+  test('with a token, hooks need the bearer token; health and metrics stay open', async () => {
+    const s = await startHooksServer({ KOLLECT_HOOK_TOKEN: 's3cret-token' })
+    try {
+      const body = readFileSync(path.join(EXAMPLES, 'profile-sync.json'))
+      const none = await post(s.url + '/hooks/profiles/sync', body)
+      assert.equal(none.status, 401)
+      assert.deepEqual(none.json(), { code: 'KOLLECT_ERR_HOOK_UNAUTHORIZED', message: 'unauthorized' })
+      assert.equal((await post(s.url + '/hooks/profiles/sync', body, { Authorization: 'Bearer wrong' })).status, 401)
+      assert.equal((await post(s.url + '/hooks/profiles/sync', body, { Authorization: 's3cret-token' })).status, 401)
+      assert.equal((await post(s.url + '/hooks/profiles/sync', body, { Authorization: 'Bearer s3cret-token' })).status, 200)
+      assert.equal((await get(s.url + '/healthz')).status, 200)
+      assert.equal((await get(s.url + '/metrics')).status, 200)
+    } finally {
+      await s.close()
+    }
+  })
+})

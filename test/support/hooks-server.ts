@@ -1,0 +1,85 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { loadConfig, type Config } from '../../server/config.js'
+import { createPluralResolver } from '../../server/discovery.js'
+import { createExporter } from '../../server/exporter-wiring.js'
+import { buildHooksApp } from '../../server/hooks-app.js'
+import { createLogger } from '../../server/logger.js'
+import { createMetrics, type Metrics } from '../../server/metrics.js'
+import type { Exporter } from '../../sinks/exporter.js'
+
+export interface HooksServer {
+  url: string
+  config: Config
+  exporter: Exporter
+  metrics: Metrics
+  app: FastifyInstance
+  dataDir: string
+  close(): Promise<void>
+}
+
+/** A real listening hooks server with an in-process exporter, on a random loopback port. */
+export async function startHooksServer(env: Record<string, string> = {}): Promise<HooksServer> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-hooks-'))
+  const config = loadConfig({ KOLLECT_DATA_DIR: dataDir, PORT: '0', KOLLECT_LOG_LEVEL: 'silent', KOLLECT_ALLOW_PRIVATE_SINKS: 'true', ...env }, { host: '127.0.0.1' })
+  const logger = createLogger(config.logLevel, 'kollect-test')
+  const metrics = createMetrics()
+  const exporter = createExporter(config, logger, metrics, env)
+  const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(null) })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : 0
+  return {
+    url: `http://127.0.0.1:${port}`,
+    config,
+    exporter,
+    metrics,
+    app,
+    dataDir,
+    close: async () => {
+      await app.close()
+      await exporter.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  text: string
+  json(): unknown
+}
+
+/**
+ * POST as Metacontroller's Go client does: compact JSON, Content-Type application/json,
+ * Content-Length, Accept-Encoding gzip, Go-http-client/1.1. Raw http, so nothing is normalised.
+ */
+export function post(url: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const data = typeof body === 'string' ? Buffer.from(body) : body
+    const req = httpRequest(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Content-Length': String(data.length), 'Accept-Encoding': 'gzip', 'User-Agent': 'Go-http-client/1.1', ...headers },
+    }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8')
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(data)
+  })
+}
+
+export async function get(url: string): Promise<RawResponse> {
+  const res = await fetch(url)
+  const text = await res.text()
+  return { status: res.status, headers: Object.fromEntries(res.headers), text, json: () => JSON.parse(text) }
+}
