@@ -4,7 +4,28 @@ import { SCHEMA_VERSION, type Item, type ObjectRef, type Snapshot } from './type
 // Canonical JSON: keys sorted by code unit, no whitespace. Byte-identical for equal values,
 // which is what checksums, golden files and Metacontroller's status comparison need.
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value))
+  return writeCanonical(value) ?? 'null'
+}
+
+// Serialises in one pass without building sorted copies: checksums of 10k items sit on the hook path.
+function writeCanonical(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + (writeCanonical(value[i]) ?? 'null')
+    return out + ']'
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return JSON.stringify(value)
+  const keys = Object.keys(value).sort()
+  let out = '{'
+  let first = true
+  for (const k of keys) {
+    const v = writeCanonical((value as Record<string, unknown>)[k])
+    if (v === undefined) continue
+    out += (first ? '' : ',') + JSON.stringify(k) + ':' + v
+    first = false
+  }
+  return out + '}'
 }
 
 /** Pretty canonical JSON for files people diff: one value per line, stable order. */
@@ -50,8 +71,11 @@ export function compareItems(a: Item, b: Item): number {
   return 0
 }
 
+/** SHA-256 of canonicalJson(sortedItems), hashed item by item so no giant string is built. */
 export function itemsChecksum(sortedItems: readonly Item[]): string {
-  return sha256(canonicalJson(sortedItems))
+  const hash = createHash('sha256').update('[')
+  for (let i = 0; i < sortedItems.length; i++) hash.update((i ? ',' : '') + canonicalJson(sortedItems[i]))
+  return hash.update(']').digest('hex')
 }
 
 export function buildSnapshot(inventory: ObjectRef, cluster: string, items: readonly Item[]): Snapshot {

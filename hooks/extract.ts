@@ -8,6 +8,8 @@ import { coerce, toJson } from './values.js'
 export interface ExtractResult {
   /** Present when every required attribute evaluated; optional failures only drop their key. */
   attributes?: JsonObject
+  /** Size of the attributes as JSON, for the per-sync output bound. */
+  bytes: number
   /** "attribute: message" per failed attribute, in profile order. */
   errors: string[]
 }
@@ -48,8 +50,8 @@ export function extractObject(object: KubeObject, profile: CompiledProfile, maxI
       if (!attr.optional) failedRequired = true
     }
   }
-  if (failedRequired) return { errors }
+  if (failedRequired) return { errors, bytes: 0 }
   const size = Buffer.byteLength(JSON.stringify(attributes))
-  if (size > maxItemBytes) return { errors: [...errors, `attributes take ${size} bytes; the limit per item is ${maxItemBytes}`] }
-  return { attributes, errors }
+  if (size > maxItemBytes) return { errors: [...errors, `attributes take ${size} bytes; the limit per item is ${maxItemBytes}`], bytes: 0 }
+  return { attributes, errors, bytes: size }
 }

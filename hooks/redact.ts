@@ -6,6 +6,12 @@ export const REDACTED = '[redacted]'
 const BUILT_IN_SUFFIXES = ['password', 'passwd', 'secret', 'token', 'apikey', 'privatekey', 'credential', 'credentials', 'connectionstring']
 const BUILT_IN_EXACT = ['auth', 'authorization', 'clientsecret', 'dsn']
 
+function copyObject(value: Record<string, JsonValue>): Record<string, JsonValue> {
+  const out: Record<string, JsonValue> = {}
+  for (const k of Object.keys(value)) Object.defineProperty(out, k, { value: value[k], enumerable: true, writable: true, configurable: true })
+  return out
+}
+
 function normalise(key: string): string {
   return key.toLowerCase().replace(/[-_]/g, '')
 }
@@ -22,15 +28,26 @@ export function createRedactor(extraKeys: readonly string[] = []): Redactor {
     const k = normalise(key)
     return exact.has(k) || BUILT_IN_SUFFIXES.some((s) => k.endsWith(s))
   }
+  // Copy-on-write: most values hold nothing sensitive and are returned as they are.
   const redact = (value: JsonValue): JsonValue => {
-    if (Array.isArray(value)) return value.map(redact)
     if (value === null || typeof value !== 'object') return value
-    const out: Record<string, JsonValue> = {}
+    if (Array.isArray(value)) {
+      let out: JsonValue[] | null = null
+      for (let i = 0; i < value.length; i++) {
+        const v = redact(value[i] as JsonValue)
+        if (v !== value[i]) (out ??= value.slice())[i] = v
+      }
+      return out ?? value
+    }
+    let out: Record<string, JsonValue> | null = null
     for (const key of Object.keys(value)) {
-      const v = isSensitive(key) ? REDACTED : redact(value[key] as JsonValue)
+      const before = value[key] as JsonValue
+      const v = isSensitive(key) ? REDACTED : redact(before)
+      if (v === before) continue
+      out ??= copyObject(value)
       Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true })
     }
-    return out
+    return out ?? value
   }
   return { isSensitive, redact }
 }

@@ -155,7 +155,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       failedKeys.push(itemKey(identity))
       continue
     }
-    itemBytes += JSON.stringify(out.attributes).length
+    itemBytes += out.bytes
     if (itemBytes > limits.maxRequestItemBytes) {
       return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
     }

@@ -20,7 +20,15 @@ export function toJson(value: unknown): JsonValue {
     default:
       throw new CoercionError(`value of type ${typeof value} cannot be exported`)
   }
-  if (Array.isArray(value)) return value.map(toJson)
+  // Copy-on-write: values that are already plain JSON (most of them) are returned as they are.
+  if (Array.isArray(value)) {
+    let out: JsonValue[] | null = null
+    for (let i = 0; i < value.length; i++) {
+      const v = toJson(value[i])
+      if (v !== value[i]) (out ??= value.slice())[i] = v
+    }
+    return out ?? (value as JsonValue[])
+  }
   if (value instanceof Date) return value.toISOString()
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
   if (value instanceof Map) {
@@ -28,12 +36,24 @@ export function toJson(value: unknown): JsonValue {
     for (const [k, v] of value) setOwn(out, String(k), toJson(v))
     return out
   }
-  const v = value as { valueOf?: () => unknown }
-  const prim = typeof v.valueOf === 'function' ? v.valueOf() : value
-  if (prim !== value) return toJson(prim)
-  const out: Record<string, JsonValue> = {}
-  for (const k of Object.keys(value)) setOwn(out, k, toJson((value as Record<string, unknown>)[k]))
-  return out
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) {
+    const v = value as { valueOf?: () => unknown }
+    const prim = typeof v.valueOf === 'function' ? v.valueOf() : value
+    if (prim !== value) return toJson(prim)
+  }
+  const obj = value as Record<string, unknown>
+  let out: Record<string, JsonValue> | null = null
+  for (const k of Object.keys(obj)) {
+    const v = toJson(obj[k])
+    if (v === obj[k]) continue
+    if (!out) {
+      out = {}
+      for (const kk of Object.keys(obj)) setOwn(out, kk, obj[kk] as JsonValue)
+    }
+    setOwn(out, k, v)
+  }
+  return out ?? (obj as Record<string, JsonValue>)
 }
 
 // Plain assignment of "__proto__" would set the prototype instead of a key.
