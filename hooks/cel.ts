@@ -75,7 +75,6 @@ function checkAst(root: AstNode, limits: ExpressionLimits): CompileError | null 
       continue
     }
     if (!isNode(node)) continue
-    let childDepth = depth
     if ((node.op === 'rcall' || node.op === 'call') && Array.isArray(node.args)) {
       const name = node.args[0]
       if (name === 'matches') {
@@ -83,13 +82,16 @@ function checkAst(root: AstNode, limits: ExpressionLimits): CompileError | null 
         if (problem) return problem
       }
       if (node.op === 'rcall' && typeof name === 'string' && MACROS.has(name)) {
-        childDepth = depth + 1
-        if (childDepth > limits.maxMacroDepth) {
-          return { message: `comprehension macros nest ${childDepth} deep; the limit is ${limits.maxMacroDepth}`, position: node.start }
+        // Only the macro's arguments run once per element; a chained receiver runs once.
+        if (depth + 1 > limits.maxMacroDepth) {
+          return { message: `comprehension macros nest ${depth + 1} deep; the limit is ${limits.maxMacroDepth}`, position: node.start }
         }
+        stack.push({ node: node.args[1], depth })
+        stack.push({ node: node.args[2], depth: depth + 1 })
+        continue
       }
     }
-    stack.push({ node: node.args, depth: childDepth })
+    stack.push({ node: node.args, depth })
   }
   return null
 }

@@ -1,9 +1,10 @@
+import { Optional } from '@marcbachmann/cel-js'
 import type { JsonObject, KubeObject } from '../api/types.js'
 import { celError, isMissingKey } from './cel.js'
 import { MISSING } from './jsonpath.js'
 import type { CompiledProfile } from './profile.js'
 import { REDACTED } from './redact.js'
-import { coerce, toJson } from './values.js'
+import { coerce, setOwn, toJson } from './values.js'
 
 export interface ExtractResult {
   /** Present when every required attribute evaluated; optional failures only drop their key. */
@@ -19,6 +20,12 @@ export function withoutSecretData(object: KubeObject): KubeObject {
   if (object.kind !== 'Secret' || (object.apiVersion !== 'v1' && object.apiVersion !== undefined)) return object
   const { data: _data, stringData: _stringData, ...rest } = object as KubeObject & { data?: unknown; stringData?: unknown }
   return rest
+}
+
+// CEL optionals (`object.?spec.paused`) are results, not values: an empty one means "missing".
+function unwrapOptional(value: unknown): unknown {
+  if (value instanceof Optional) return value.hasValue() ? unwrapOptional(value.value()) : MISSING
+  return value
 }
 
 export function extractObject(object: KubeObject, profile: CompiledProfile, maxItemBytes: number): ExtractResult {
@@ -38,13 +45,14 @@ export function extractObject(object: KubeObject, profile: CompiledProfile, maxI
         continue
       }
     }
+    value = unwrapOptional(value)
     if (value === MISSING || value === undefined) {
-      if (!attr.optional) attributes[attr.name] = null
+      if (!attr.optional) setOwn(attributes, attr.name, null)
       continue
     }
     try {
       const json = coerce(toJson(value), attr.type)
-      attributes[attr.name] = profile.redactor.isSensitive(attr.name) ? REDACTED : profile.redactor.redact(json)
+      setOwn(attributes, attr.name, profile.redactor.isSensitive(attr.name) ? REDACTED : profile.redactor.redact(json))
     } catch (err) {
       errors.push(`${attr.name}: ${(err as Error).message}`)
       if (!attr.optional) failedRequired = true

@@ -21,10 +21,11 @@ const FORBIDDEN = [
 ]
 
 export function compileJsonPath(path: string, limits: ExpressionLimits = DEFAULT_LIMITS): JsonPathCompiled {
-  const hit = cache.get(path)
+  const key = `${limits.maxExpressionLength}:${path}`
+  const hit = cache.get(key)
   if (hit) return hit
   const compiled = compileUncached(path, limits)
-  cache.set(path, compiled)
+  cache.set(key, compiled)
   return compiled
 }
 

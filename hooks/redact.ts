@@ -40,9 +40,11 @@ export function createRedactor(extraKeys: readonly string[] = []): Redactor {
       return out ?? value
     }
     let out: Record<string, JsonValue> | null = null
+    // Kubernetes name/value pairs (env vars, args): {name: DB_PASSWORD, value: …} hides the value.
+    const pairSensitive = typeof value['name'] === 'string' && 'value' in value && isSensitive(value['name'])
     for (const key of Object.keys(value)) {
       const before = value[key] as JsonValue
-      const v = isSensitive(key) ? REDACTED : redact(before)
+      const v = isSensitive(key) || (pairSensitive && key === 'value') ? REDACTED : redact(before)
       if (v === before) continue
       out ??= copyObject(value)
       Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true })

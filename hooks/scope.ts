@@ -20,7 +20,8 @@ export interface EffectiveScope {
 export function effectiveScope(namespace: string, scopes: { name: string; spec: KollectScopeSpec }[]): EffectiveScope {
   let allowed: Set<string> | '*' = scopes.length === 0 ? new Set([namespace]) : '*'
   const denied = new Set<string>()
-  const resourceLists: { group: string; kind: string }[][] = []
+  // null: that scope left allowedResources out, so its default (anything but core Secrets) applies.
+  const resourceLists: ({ group: string; kind: string }[] | null)[] = []
   const sinkLists: Set<string>[] = []
   let minDebounceMs = 0
   for (const { spec } of scopes) {
@@ -29,9 +30,9 @@ export function effectiveScope(namespace: string, scopes: { name: string; spec: 
       : new Set([namespace])
     allowed = intersect(allowed, own)
     for (const ns of spec.deniedNamespaces ?? []) denied.add(ns)
-    if (Array.isArray(spec.allowedResources) && spec.allowedResources.length > 0) {
-      resourceLists.push(spec.allowedResources.map((r) => ({ group: r.group ?? '', kind: r.kind })))
-    }
+    resourceLists.push(Array.isArray(spec.allowedResources) && spec.allowedResources.length > 0
+      ? spec.allowedResources.map((r) => ({ group: r.group ?? '', kind: r.kind }))
+      : null)
     sinkLists.push(new Set((spec.allowedSinks ?? []).map((s) => `${s.namespace}/${s.name}`)))
     const d = spec.minDebounce ? parseDuration(spec.minDebounce) : 0
     if (d !== null && d > minDebounceMs) minDebounceMs = d
@@ -43,7 +44,9 @@ export function effectiveScope(namespace: string, scopes: { name: string; spec: 
     deniedNamespaces: denied,
     resourceAllowed: (group, kind) => {
       if (resourceLists.length === 0) return !isSecret(group, kind)
-      return resourceLists.every((list) => list.some((r) => r.group === group && (r.kind === kind || r.kind === '*') && !(isSecret(group, kind) && r.kind === '*')))
+      return resourceLists.every((list) => list === null
+        ? !isSecret(group, kind)
+        : list.some((r) => r.group === group && (r.kind === kind || (r.kind === '*' && !isSecret(group, kind)))))
     },
     // A team always owns the sinks in its own namespace; other namespaces' sinks need every scope's consent.
     sinkAllowed: (sink) => sink.namespace === namespace || sinkLists.every((set) => set.has(`${sink.namespace}/${sink.name}`)),

@@ -16,6 +16,11 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
   const invalid = validateSpec('KollectSink', spec)
   if (!invalid.valid) return invalid.errors.map((e) => `${e.path}: ${e.message}`)
   const problems: string[] = []
+  // CRD CEL rules, re-checked for clusters whose admission was bypassed.
+  for (const block of ['file', 'git', 'postgres', 'nats'] as const) {
+    if (block !== spec.type && spec[block] !== undefined) problems.push(`spec.${block}: only the settings of type ${spec.type} may be set`)
+  }
+  if (spec.type === 'nats' && !spec.nats?.url) problems.push('spec.nats.url: a nats sink needs a url')
   const template = spec.type === 'git' ? spec.git?.path : spec.type === 'file' ? spec.file?.path : undefined
   if (template !== undefined) {
     for (const m of template.matchAll(PLACEHOLDER)) {

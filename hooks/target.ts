@@ -93,6 +93,10 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
 
   const invalid = validateSpec('KollectTarget', spec)
   if (!invalid.valid) return fail('InvalidSpec', invalid.errors.map((e) => `${e.path}: ${e.message}`).join('; '))
+  // Rules the CRD enforces with CEL; re-checked here for clusters whose admission was bypassed.
+  if (Array.isArray(spec.namespaces) && spec.namespaces.length > 0 && spec.namespaceSelector) {
+    return fail('InvalidSpec', 'spec.namespaces and spec.namespaceSelector are mutually exclusive')
+  }
   if (spec.suspend === true) return fail('Suspended', 'target is suspended; the exporter keeps its last items')
   if (!ctx.plural.plural) return fail('ResourceUnresolved', ctx.plural.message ?? `cannot resolve the plural of ${res.kind}; set spec.resource.plural`)
 
@@ -121,7 +125,9 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   }
 
   const clusterScoped = isClusterScoped(res)
-  const { effective, refused } = clusterScoped ? { effective: '*' as const, refused: [] } : resolveNamespaces(requestedNamespaces(spec, ref.namespace), scope)
+  // With a namespaceSelector, Metacontroller already picked the namespaces; the scope still bounds them.
+  const requested = spec.namespaceSelector ? ['*'] : requestedNamespaces(spec, ref.namespace)
+  const { effective, refused } = clusterScoped ? { effective: '*' as const, refused: [] } : resolveNamespaces(requested, scope)
   if (clusterScoped && scope.allowedNamespaces !== '*') {
     return fail('ScopeNamespaceDenied', `${res.kind} is cluster-scoped; the scope of namespace ${ref.namespace} must allow all namespaces ("*")${scopeNames(scope)}`, empty())
   }

@@ -57,7 +57,7 @@ export function toJson(value: unknown): JsonValue {
 }
 
 // Plain assignment of "__proto__" would set the prototype instead of a key.
-function setOwn(obj: Record<string, JsonValue>, key: string, value: JsonValue): void {
+export function setOwn(obj: Record<string, JsonValue>, key: string, value: JsonValue): void {
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true })
 }
 

@@ -302,7 +302,7 @@ export class Exporter implements ExporterClient {
         try {
           const written = await retryUntilDone(async () => {
             const latest = rt.pending ?? snapshot
-            const sink = await (this.pool.get(rt.poolKey) as PooledSink).sink
+            const sink = await this.sinkFor(rt)
             const result = await sink.write(this.forSink(latest, rt.resolved))
             return { latest, result }
           }, {
@@ -330,6 +330,21 @@ export class Exporter implements ExporterClient {
     })
   }
 
+  /** The pooled sink; a failed creation (missing secret, bad config) is tried again next time. */
+  private async sinkFor(rt: SinkRuntime): Promise<Sink> {
+    const pooled = this.pool.get(rt.poolKey) as PooledSink
+    const attempt = pooled.sink
+    try {
+      return await attempt
+    } catch (err) {
+      if (pooled.sink === attempt) {
+        pooled.sink = this.options.createSink(rt.resolved)
+        pooled.sink.catch(() => undefined)
+      }
+      throw err
+    }
+  }
+
   private forSink(snapshot: Snapshot, resolved: ResolvedSink | null): Snapshot {
     const cluster = resolved?.spec.cluster
     return cluster && cluster !== snapshot.cluster ? { ...snapshot, cluster } : snapshot
@@ -344,7 +359,7 @@ export class Exporter implements ExporterClient {
       rt.pending = null
       if ((rt.resolved?.spec.deletionPolicy ?? 'Retain') !== 'Delete') return
       try {
-        const sink = await (this.pool.get(rt.poolKey) as PooledSink).sink
+        const sink = await this.sinkFor(rt)
         await sink.remove(inv.composition.inventory, rt.resolved?.spec.cluster || this.options.cluster)
         rt.failing = null
       } catch (err) {
