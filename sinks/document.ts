@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto'
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
+import path from 'node:path'
+import YAML from 'yaml'
+import { canonicalJsonPretty, itemHash, itemKey, sortKeys } from '../api/canonical.js'
+import type { Item, Snapshot } from '../api/types.js'
+import type { HeldItem } from './diff.js'
+import { configError, type SinkLabel } from './errors.js'
+import { renderPath, type TemplateValues } from './escape.js'
+
+// The snapshot as a file people read and diff: shared by every sink that writes documents
+// (file, git), so a document written by one can be read back by the other.
+
+export type DocumentFormat = 'json' | 'yaml'
+
+export function renderSnapshot(snapshot: Snapshot, format: DocumentFormat = 'json'): string {
+  if (format === 'json') return canonicalJsonPretty(snapshot)
+  // No folding and no anchors: a long string or a repeated value must stay one stable line.
+  return YAML.stringify(sortKeys(snapshot), { lineWidth: 0, aliasDuplicateObjects: false })
+}
+
+export function renderItem(item: Item): string {
+  return canonicalJsonPretty(item)
+}
+
+/**
+ * The items of a document, or undefined when the text is not a snapshot document. Callers
+ * treat undefined as "holds nothing": a corrupt file is overwritten, never a reason to stop.
+ */
+export function parseSnapshotItems(text: string, format: DocumentFormat = 'json'): Item[] | undefined {
+  let value: unknown
+  try {
+    value = format === 'json' ? JSON.parse(text) : YAML.parse(text)
+  } catch {
+    return undefined
+  }
+  if (!isRecord(value) || !Array.isArray(value.items)) return undefined
+  const items: Item[] = []
+  for (const item of value.items) {
+    if (!isItem(item)) return undefined
+    items.push(item)
+  }
+  return items
+}
+
+export function parseItem(text: string): Item | undefined {
+  try {
+    const value: unknown = JSON.parse(text)
+    return isItem(value) ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** What a sink holds, in the shape diffItems compares against. */
+export function heldFromItems(items: Iterable<Item>): Map<string, HeldItem> {
+  const held = new Map<string, HeldItem>()
+  for (const item of items) held.set(itemKey(item), { hash: itemHash(item) })
+  return held
+}
+
+/**
+ * renderPath, plus the checks a document needs: the path names a file below root (not root
+ * itself), and template errors are configuration errors, since retrying cannot fix them.
+ */
+export function renderDocumentPath(sink: SinkLabel, root: string, template: string, values: TemplateValues): string {
+  let full: string
+  try {
+    full = renderPath(root, template, values)
+  } catch (err) {
+    throw configError(sink, (err as Error).message)
+  }
+  if (full === path.resolve(root) || /[\\/]$/.test(template)) {
+    throw configError(sink, `path template "${template}" must name a file`)
+  }
+  return full
+}
+
+export async function readTextIfExists(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+}
+
+/**
+ * Readers see the old file or the new one, never a torn write: the text goes to a temporary
+ * file in the same directory (same filesystem, so rename is atomic), is fsynced, then renamed
+ * over the target, and the directory is fsynced so the rename itself survives a crash.
+ */
+export async function writeFileAtomic(file: string, text: string): Promise<void> {
+  const dir = path.dirname(file)
+  await mkdir(dir, { recursive: true })
+  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`)
+  try {
+    const handle = await open(tmp, 'wx', 0o644)
+    try {
+      await handle.writeFile(text, 'utf8')
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(tmp, file)
+  } catch (err) {
+    await rm(tmp, { force: true })
+    throw err
+  }
+  await syncDirectory(dir)
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r')
+  try {
+    await handle.sync()
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
+  } finally {
+    await handle.close()
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+function isItem(value: unknown): value is Item {
+  if (!isRecord(value)) return false
+  for (const f of ['group', 'version', 'kind', 'namespace', 'name', 'uid'] as const) {
+    if (typeof value[f] !== 'string') return false
+  }
+  const target = value.target
+  return (
+    isRecord(target) &&
+    typeof target.namespace === 'string' &&
+    typeof target.name === 'string' &&
+    isRecord(value.attributes)
+  )
+}

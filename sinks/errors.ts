@@ -1,0 +1,134 @@
+import { SinkError } from './sink.js'
+
+// Socket-level failures: the peer is unreachable or went away, so a later attempt can succeed.
+const TRANSIENT_SYSCALL_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN',
+  'ENETUNREACH', 'ENETDOWN', 'ENETRESET', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL',
+])
+
+/** err, its `cause` chain and AggregateError members (Node reports a refused dual-stack connect as one). */
+export function errorChain(err: unknown): unknown[] {
+  const out: unknown[] = []
+  const queue: unknown[] = [err]
+  while (queue.length > 0 && out.length < 20) {
+    const e = queue.shift()
+    if (e === undefined || e === null || out.includes(e)) continue
+    out.push(e)
+    if (e instanceof AggregateError) queue.push(...(e.errors as unknown[]))
+    if (e instanceof Error && e.cause !== undefined) queue.push(e.cause)
+  }
+  return out
+}
+
+/** The first string `code` in the chain: an errno name or an SQLSTATE, for instance. */
+export function errorCode(err: unknown): string | undefined {
+  for (const e of errorChain(err)) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string' && code !== '') return code
+  }
+  return undefined
+}
+
+export function isTransientNetworkError(err: unknown): boolean {
+  return errorChain(err).some((e) => {
+    const code = (e as { code?: unknown }).code
+    return typeof code === 'string' && TRANSIENT_SYSCALL_CODES.has(code)
+  })
+}
+
+/** What must never reach a message: `values` anywhere (passwords, tokens, DSNs), `words` as whole words (user names). */
+export interface Secrets {
+  values: readonly string[]
+  words?: readonly string[]
+}
+
+export const NO_SECRETS: Secrets = { values: [] }
+
+const USER_KEYS = /^(user|username|login)$/i
+
+/**
+ * Every value of a sink's secret is treated as secret; user names are masked as whole words only,
+ * so a user called "kollect" does not turn "kollect_items" into "***_items".
+ */
+export function secretsFromCredentials(credentials: Readonly<Record<string, string>>, extra: Secrets = NO_SECRETS): Secrets {
+  const values = [...extra.values]
+  const words = [...(extra.words ?? [])]
+  for (const [key, value] of Object.entries(credentials)) {
+    if (value === '') continue
+    if (USER_KEYS.test(key)) words.push(value)
+    else values.push(value)
+  }
+  return { values, words }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+function variants(value: string): string[] {
+  const out = new Set([value])
+  try {
+    out.add(encodeURIComponent(value))
+    out.add(decodeURIComponent(value))
+  } catch {
+    // not decodable: the raw value is enough
+  }
+  return [...out].filter((v) => v !== '')
+}
+
+/** Remove secrets and any URL user-info from text meant for a status message or a log line. */
+export function redact(text: string, secrets: Secrets): string {
+  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi, '$1***@')
+  const values = secrets.values.flatMap(variants).sort((a, b) => b.length - a.length)
+  for (const value of values) out = out.split(value).join('***')
+  for (const word of (secrets.words ?? []).flatMap(variants)) {
+    out = out.replace(new RegExp(`(?<![A-Za-z0-9_.-])${escapeRegExp(word)}(?![A-Za-z0-9_.-])`, 'g'), '***')
+  }
+  return out
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err)
+  const message = err.message || (err instanceof AggregateError ? describe(err.errors[0]) : err.name)
+  const code = errorCode(err)
+  return code && !message.includes(code) ? `${message} (${code})` : message
+}
+
+class StepError extends Error {
+  constructor(step: string, cause: unknown) {
+    super(`${step}: ${describe(cause)}`, { cause })
+    this.name = 'StepError'
+  }
+}
+
+/**
+ * Run one step of a sink action so that a failure says which step failed. The original error
+ * stays in the cause chain, where the classifiers look for codes.
+ */
+export async function during<T>(step: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    throw err instanceof SinkError || err instanceof StepError ? err : new StepError(step, err)
+  }
+}
+
+export interface SinkLabel {
+  /** "postgres", "nats", … */
+  kind: string
+  id: string
+}
+
+/**
+ * A SinkError naming the sink, the action and the failure. The driver's error is not kept as
+ * `cause`: driver errors carry connection parameters, and a logger would print them.
+ */
+export function sinkFailure(sink: SinkLabel, action: string, err: unknown, retriable: boolean, secrets: Secrets): SinkError {
+  if (err instanceof SinkError) return err
+  return new SinkError(`${sink.kind} sink ${sink.id}: ${action} failed: ${redact(describe(err), secrets)}`, { retriable })
+}
+
+/** A configuration problem: retrying cannot help until the KollectSink or its secret changes. */
+export function configError(sink: SinkLabel, problem: string): SinkError {
+  return new SinkError(`${sink.kind} sink ${sink.id}: invalid configuration: ${problem}`, { retriable: false })
+}

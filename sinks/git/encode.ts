@@ -1,0 +1,85 @@
+import path from 'node:path'
+import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
+import type { ItemDiff } from '../diff.js'
+import { renderItem, renderSnapshot } from '../document.js'
+import { escapePathSegment } from '../escape.js'
+import type { WriteResult } from '../sink.js'
+import type { GitLayout } from './config.js'
+
+// Pure: which files a snapshot becomes in the repository, and what the commits say. Paths are
+// relative to the repository root with "/" separators, as git names them.
+
+export interface FilePlan {
+  /** Files to create or replace. */
+  write: Map<string, string>
+  /** perResource: every other file under `dir` goes. */
+  prune?: { dir: string; keep: Set<string> }
+}
+
+/** The path the layout owns for one inventory: the document, or the directory of item files. */
+export function managedPath(documentPath: string, layout: GitLayout): string {
+  if (layout === 'document') return documentPath
+  const ext = path.posix.extname(documentPath)
+  return ext === '' ? documentPath : documentPath.slice(0, -ext.length)
+}
+
+/** perResource: one file per item, so `git log -- <file>` is that object's history. */
+export function itemPath(dir: string, item: Item): string {
+  return [
+    dir,
+    escapePathSegment(item.target.namespace),
+    escapePathSegment(item.target.name),
+    escapePathSegment(item.group || 'core'),
+    escapePathSegment(item.kind),
+    escapePathSegment(item.namespace || '_cluster'),
+    `${escapePathSegment(item.name)}.json`,
+  ].join('/')
+}
+
+export function planFiles(managed: string, layout: GitLayout, snapshot: Snapshot, diff: ItemDiff): FilePlan {
+  if (layout === 'document') return { write: new Map([[managed, renderSnapshot(snapshot)]]) }
+  // Unchanged items already sit at their path with this content (the held state was read from
+  // exactly those files), so only the diff is written.
+  const write = new Map<string, string>()
+  for (const item of diff.added) write.set(itemPath(managed, item), renderItem(item))
+  for (const { after } of diff.changed) write.set(itemPath(managed, after), renderItem(after))
+  const keep = new Set(snapshot.items.map((item) => itemPath(managed, item)))
+  return { write, prune: { dir: managed, keep } }
+}
+
+/** Subject and trailer paragraph; the checksum trailer finds this export in every other sink. */
+export function writeMessage(snapshot: Snapshot, counts: WriteResult): string[] {
+  const ref = refText(snapshot.inventory)
+  return [
+    `kollect: ${ref} +${counts.added} ~${counts.changed} -${counts.removed} (${snapshot.itemCount} items)`,
+    trailers([
+      ['Kollect-Inventory', ref],
+      ['Kollect-Cluster', snapshot.cluster],
+      ['Kollect-Checksum', snapshot.checksum],
+    ]),
+  ]
+}
+
+export function removeMessage(inventory: ObjectRef, cluster: string): string[] {
+  const ref = refText(inventory)
+  return [
+    `kollect: remove ${ref}`,
+    trailers([
+      ['Kollect-Inventory', ref],
+      ['Kollect-Cluster', cluster],
+    ]),
+  ]
+}
+
+function refText(ref: ObjectRef): string {
+  return oneLine(`${ref.namespace}/${ref.name}`)
+}
+
+function trailers(pairs: [string, string][]): string {
+  return pairs.map(([key, value]) => `${key}: ${oneLine(value)}`).join('\n')
+}
+
+// A line break in a label would end the trailer block early or forge another trailer.
+function oneLine(text: string): string {
+  return text.replace(/[\r\n]+/g, ' ')
+}

@@ -1,0 +1,167 @@
+import path from 'node:path'
+import type { ObjectRef, Snapshot } from '../../api/types.js'
+import { diffItems, type HeldItem } from '../diff.js'
+import { heldFromItems, renderDocumentPath } from '../document.js'
+import { configError, type SinkLabel } from '../errors.js'
+import type { SinkOptions } from '../options.js'
+import { resultOf } from '../result.js'
+import { SerialQueue } from '../serial.js'
+import { emptyResult, SinkError, type Sink, type WriteResult } from '../sink.js'
+import { resolveGitSettings, type GitSettings } from './config.js'
+import { itemPath, managedPath, planFiles, removeMessage, writeMessage } from './encode.js'
+import { GitRepository } from './service.js'
+
+/** Push attempts per export before giving up with a retriable error. */
+const MAX_ATTEMPTS = 5
+/** Inventories whose held state is remembered between exports. */
+const HELD_CACHE_SIZE = 64
+
+interface HeldState {
+  objectId: string
+  held: Map<string, HeldItem>
+  rendered?: string
+}
+
+interface Staged {
+  message: string[]
+  result: WriteResult
+  held: Map<string, HeldItem>
+  rendered?: string
+}
+
+/**
+ * The git sink: one commit per export that changes something. Without a URL it keeps a local
+ * repository in the data directory (the embedded default); with one it works in a clone and
+ * pushes, rebasing or re-rendering when another writer got there first.
+ */
+export function createGitSink(opts: SinkOptions): Sink {
+  const label: SinkLabel = { kind: 'git', id: opts.id }
+  const queue = new SerialQueue()
+  let state: { settings: GitSettings; repo: GitRepository } | undefined
+  // A bad spec surfaces on every call as a permanent error instead of throwing here, so the
+  // exporter reports it in status like any other sink failure.
+  const resolved = (): { settings: GitSettings; repo: GitRepository } => {
+    if (!state) {
+      const settings = resolveGitSettings(opts.spec, opts.credentials, label)
+      state = { settings, repo: new GitRepository(settings, opts.dataDir, label) }
+    }
+    return state
+  }
+  // What a managed path holds, valid while the path's object id at the tip is unchanged: equal
+  // ids mean equal files, so a 10k-item inventory is not re-read for every export. `rendered`
+  // names the snapshot the files were rendered from, when we wrote them ourselves.
+  const heldCache = new Map<string, HeldState>()
+
+  const managedFor = (inventory: ObjectRef, cluster: string): string => {
+    const { settings, repo } = resolved()
+    const full = renderDocumentPath(label, repo.dir, settings.pathTemplate, {
+      cluster,
+      namespace: inventory.namespace,
+      name: inventory.name,
+    })
+    const rel = path.relative(repo.dir, full).split(path.sep).join('/')
+    if (rel.split('/').some((part) => part.toLowerCase() === '.git')) {
+      throw configError(label, `path template "${settings.pathTemplate}" points into .git`)
+    }
+    return managedPath(rel, settings.layout)
+  }
+
+  const readHeld = async (managed: string): Promise<HeldState> => {
+    const { settings, repo } = resolved()
+    const objectId = await repo.objectId(managed)
+    const cached = heldCache.get(managed)
+    if (cached && cached.objectId === objectId) return cached
+    let held: Map<string, HeldItem>
+    if (objectId === '') held = new Map()
+    else if (settings.layout === 'document') held = heldFromItems(await repo.readDocumentItems(managed))
+    else {
+      // A file not at its item's own path is not held: it is pruned and the item rewritten.
+      const files = await repo.readItemFiles(managed)
+      held = heldFromItems(files.filter((f) => f.path === itemPath(managed, f.item)).map((f) => f.item))
+    }
+    return remember(managed, { objectId, held })
+  }
+
+  const remember = (managed: string, state: HeldState): HeldState => {
+    heldCache.delete(managed)
+    heldCache.set(managed, state)
+    if (heldCache.size > HELD_CACHE_SIZE) heldCache.delete(heldCache.keys().next().value as string)
+    return state
+  }
+
+  /**
+   * Brings the working tree to the tip, lets `stage` change `managed`, commits and pushes.
+   * Returns undefined when the tip already holds what `stage` produces.
+   */
+  const publish = async (managed: string, stage: () => Promise<Staged | undefined>): Promise<Staged | undefined> => {
+    const { repo } = resolved()
+    let staged: Staged | undefined
+    let ours = ''
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      if (staged === undefined) {
+        await repo.syncToTip(managed)
+        staged = await stage()
+        if (staged === undefined) return undefined
+        await repo.commit(staged.message)
+        ours = await repo.objectId(managed)
+      }
+      if (!repo.remote || (await repo.push()) === 'pushed') {
+        remember(managed, { objectId: ours, held: staged.held, rendered: staged.rendered })
+        return staged
+      }
+      // The remote moved. A clean rebase that leaves our files as rendered keeps our commit;
+      // anything else starts over from the new tip, which re-renders the same snapshot.
+      if (!(await repo.rebaseOnRemote(managed, ours))) staged = undefined
+    }
+    heldCache.delete(managed)
+    throw new SinkError(`git sink ${opts.id}: push still rejected after ${MAX_ATTEMPTS} attempts; the remote moves too fast`, {
+      retriable: true,
+    })
+  }
+
+  const write = async (snapshot: Snapshot): Promise<WriteResult> => {
+    const { settings, repo } = resolved()
+    const managed = managedFor(snapshot.inventory, snapshot.cluster)
+    const rendered = snapshotId(snapshot)
+    const staged = await publish(managed, async () => {
+      const state = await readHeld(managed)
+      // Files are a pure function of the snapshot: if we rendered these very files, done.
+      if (state.rendered === rendered) return undefined
+      const diff = diffItems(state.held, snapshot.items)
+      await repo.applyPlan(planFiles(managed, settings.layout, snapshot, diff))
+      if (!(await repo.stage(managed))) {
+        remember(managed, { ...state, rendered })
+        return undefined
+      }
+      const result = resultOf(diff)
+      return { message: writeMessage(snapshot, result), result, held: diff.next, rendered }
+    })
+    return staged?.result ?? emptyResult()
+  }
+
+  const remove = async (inventory: ObjectRef, cluster: string): Promise<void> => {
+    const { repo } = resolved()
+    const managed = managedFor(inventory, cluster)
+    await publish(managed, async () => {
+      await repo.removePath(managed)
+      if (!(await repo.stage(managed))) return undefined
+      return { message: removeMessage(inventory, cluster), result: emptyResult(), held: new Map() }
+    })
+  }
+
+  return {
+    id: opts.id,
+    write: (snapshot) => queue.run(() => write(snapshot)),
+    remove: (inventory, cluster) => queue.run(() => remove(inventory, cluster)),
+    healthcheck: async () => {
+      const { repo } = resolved()
+      if (repo.remote) await repo.lsRemote()
+      else await queue.run(() => repo.verify())
+    },
+    close: () => queue.drain(),
+  }
+}
+
+function snapshotId(snapshot: Snapshot): string {
+  return JSON.stringify([snapshot.schemaVersion, snapshot.cluster, snapshot.inventory.namespace, snapshot.inventory.name, snapshot.checksum])
+}

@@ -1,0 +1,125 @@
+import type { ObjectRef, Snapshot } from '../../api/types.js'
+import { diffItems } from '../diff.js'
+import { during, sinkFailure } from '../errors.js'
+import type { SinkOptions } from '../options.js'
+import { resultOf } from '../result.js'
+import { emptyResult, type Sink, type WriteResult } from '../sink.js'
+import { natsSettings } from './config.js'
+import {
+  decodeState,
+  EMPTY_CHECKSUM,
+  encodeExport,
+  encodeHeldSnapshot,
+  encodeRemoval,
+  inventoryStateFilter,
+  inventoryToken,
+  itemsStateFilter,
+  snapshotStateKey,
+  stateUpdates,
+  type InventoryAddress,
+  type InventoryState,
+} from './encode.js'
+import { isRetriable, NatsService } from './service.js'
+
+export { natsSettings } from './config.js'
+
+/**
+ * The NATS sink: one JetStream event per added, changed or removed item, then a snapshot marker.
+ * What was last published lives in a KV bucket, written after the events, so a restarted
+ * exporter diffs against what consumers have seen. The KV state is cached per inventory and
+ * dropped on any failure, so the next attempt starts again from what the bucket holds. Throws a
+ * permanent SinkError when the configuration is unusable.
+ */
+export function createNatsSink(opts: SinkOptions): Sink {
+  const settings = natsSettings(opts)
+  const service = new NatsService(settings)
+  const cache = new Map<string, InventoryState>()
+  // Exports of one inventory run one after another: each starts from the state the last one left.
+  const queues = new Map<string, Promise<unknown>>()
+
+  function tokenOf(at: InventoryAddress): string {
+    return inventoryToken(settings.stream, settings.subject, at)
+  }
+
+  function serialized<T>(token: string, fn: () => Promise<T>): Promise<T> {
+    const run = (queues.get(token) ?? Promise.resolve()).then(fn, fn)
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    )
+    queues.set(token, settled)
+    void settled.then(() => {
+      if (queues.get(token) === settled) queues.delete(token)
+    })
+    return run
+  }
+
+  async function held(token: string): Promise<InventoryState> {
+    const cached = cache.get(token)
+    if (cached) return cached
+    const entries = await during('reading the published state', () =>
+      service.readState(inventoryStateFilter(token), snapshotStateKey(token)),
+    )
+    const state = decodeState(token, entries)
+    cache.set(token, state)
+    return state
+  }
+
+  async function guarded<T>(action: string, token: string | undefined, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      if (token !== undefined) cache.delete(token)
+      throw sinkFailure(settings.label, action, err, isRetriable(err), settings.secrets)
+    }
+  }
+
+  return {
+    id: opts.id,
+    write(snapshot) {
+      const token = tokenOf(snapshot)
+      return serialized(token, () => guarded('write', token, () => write(snapshot, token)))
+    },
+    remove(inventory: ObjectRef, cluster: string) {
+      const token = tokenOf({ cluster, inventory })
+      return serialized(token, () => guarded('remove', token, () => remove({ cluster, inventory }, token)))
+    },
+    healthcheck: () => guarded('healthcheck', undefined, () => service.ping()),
+    close: () => guarded('close', undefined, () => service.close()),
+  }
+
+  async function write(snapshot: Snapshot, token: string): Promise<WriteResult> {
+    const state = await held(token)
+    if (state.snapshot?.checksum === snapshot.checksum) return emptyResult()
+    const diff = diffItems(state.items, snapshot.items, true)
+    const transition = {
+      cluster: snapshot.cluster,
+      inventory: snapshot.inventory,
+      previousChecksum: state.snapshot?.checksum ?? null,
+      checksum: snapshot.checksum,
+      revision: state.revision,
+    }
+    const { events, marker } = encodeExport(settings.subject, transition, diff, snapshot.itemCount)
+    await during(`publishing events (${events.length})`, () => service.publish(events))
+    await during('publishing the snapshot marker', () => service.publish([marker]))
+    const { puts, removals } = stateUpdates(token, diff)
+    await during('recording the published state', () => service.updateState(puts, removals))
+    // Last: until this put lands, a retry starts from the same revision and reuses the message ids.
+    const revision = await during('recording the published snapshot', () =>
+      service.putState(snapshotStateKey(token), encodeHeldSnapshot(snapshot)),
+    )
+    cache.set(token, { revision, snapshot: { checksum: snapshot.checksum, itemCount: snapshot.itemCount }, items: diff.next })
+    return resultOf(diff)
+  }
+
+  async function remove(at: InventoryAddress, token: string): Promise<void> {
+    const state = await held(token)
+    cache.delete(token)
+    if (state.snapshot === undefined && state.items.size === 0) return
+    const transition = { ...at, previousChecksum: state.snapshot?.checksum ?? null, checksum: EMPTY_CHECKSUM, revision: state.revision }
+    const { events, marker } = encodeRemoval(settings.subject, transition, state)
+    await during(`publishing removed events (${events.length})`, () => service.publish(events))
+    await during('publishing the tombstone', () => service.publish([marker]))
+    await during('clearing the published state', () => service.clearState(itemsStateFilter(token), snapshotStateKey(token)))
+  }
+}

@@ -1,0 +1,277 @@
+import { createHash } from 'node:crypto'
+import pg from 'pg'
+import { during, errorChain, isTransientNetworkError } from '../errors.js'
+import { quoteIdent } from '../escape.js'
+import { MIGRATIONS_TABLE, type PostgresSettings } from './config.js'
+import { ITEM_COLUMNS, KEY_COLUMNS, type HeldRow, type InventoryParams } from './encode.js'
+
+// SQLSTATEs after which the same statement can succeed later: connection exceptions (08),
+// operator intervention such as shutdown or crash recovery (57P), insufficient resources (53),
+// serialization failures and deadlocks, statement/lock timeouts and lock contention.
+const RETRIABLE_SQLSTATE_PREFIXES = ['08', '57P', '53']
+const RETRIABLE_SQLSTATES = new Set(['40001', '40P01', '57014', '55P03'])
+// node-postgres reports a socket that closed or stalled under a query with these messages, no code.
+const RETRIABLE_DRIVER_MESSAGES = /connection terminated|connection timeout|timeout exceeded when trying to connect|query read timeout|client has encountered a connection error|not queryable/i
+
+export function isRetriable(err: unknown): boolean {
+  if (isTransientNetworkError(err)) return true
+  return errorChain(err).some((e) => {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+      return RETRIABLE_SQLSTATES.has(code) || RETRIABLE_SQLSTATE_PREFIXES.some((p) => code.startsWith(p))
+    }
+    return e instanceof Error && RETRIABLE_DRIVER_MESSAGES.test(e.message)
+  })
+}
+
+/** A 64-bit advisory lock key from names; distinct tables and inventories get distinct locks. */
+function lockKey(...parts: string[]): string {
+  const digest = createHash('sha256').update(JSON.stringify(parts)).digest()
+  return digest.readBigInt64BE(0).toString()
+}
+
+interface Migration {
+  version: number
+  statements: (t: { items: string; snapshots: string }) => string[]
+}
+
+// Append only: a released migration never changes, a new one gets the next version.
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    statements: ({ items, snapshots }) => [
+      `CREATE TABLE ${items} (
+        cluster text NOT NULL,
+        inventory_namespace text NOT NULL,
+        inventory_name text NOT NULL,
+        target_namespace text NOT NULL,
+        target_name text NOT NULL,
+        uid text NOT NULL,
+        api_group text NOT NULL,
+        api_version text NOT NULL,
+        kind text NOT NULL,
+        namespace text NOT NULL,
+        name text NOT NULL,
+        attributes jsonb NOT NULL,
+        content_hash text NOT NULL,
+        snapshot_checksum text NOT NULL,
+        exported_at timestamptz NOT NULL,
+        PRIMARY KEY (cluster, inventory_namespace, inventory_name, target_namespace, target_name, uid)
+      )`,
+      `CREATE TABLE ${snapshots} (
+        id bigserial PRIMARY KEY,
+        cluster text NOT NULL,
+        inventory_namespace text NOT NULL,
+        inventory_name text NOT NULL,
+        checksum text NOT NULL,
+        item_count integer NOT NULL,
+        added integer NOT NULL,
+        changed integer NOT NULL,
+        removed integer NOT NULL,
+        exported_at timestamptz NOT NULL
+      )`,
+      `CREATE INDEX ON ${snapshots} (cluster, inventory_namespace, inventory_name, id)`,
+    ],
+  },
+]
+
+/** The statements of one inventory's transaction; every value is a parameter. */
+export class InventoryTx {
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly sql: Statements,
+    private readonly inventory: InventoryParams,
+  ) {}
+
+  private get inv(): string[] {
+    return [this.inventory.cluster, this.inventory.namespace, this.inventory.name]
+  }
+
+  async heldRows(): Promise<HeldRow[]> {
+    return (await this.client.query<HeldRow>(this.sql.selectHeld, this.inv)).rows
+  }
+
+  async latestChecksum(): Promise<string | undefined> {
+    const { rows } = await this.client.query<{ checksum: string }>(this.sql.selectLatestChecksum, this.inv)
+    return rows[0]?.checksum
+  }
+
+  async upsert(columns: string[][], snapshotChecksum: string): Promise<number> {
+    const result = await this.client.query(this.sql.upsert, [...this.inv, snapshotChecksum, ...columns])
+    return result.rowCount ?? 0
+  }
+
+  async deleteItems(keyColumns: string[][]): Promise<number> {
+    const result = await this.client.query(this.sql.deleteItems, [...this.inv, ...keyColumns])
+    return result.rowCount ?? 0
+  }
+
+  async insertSnapshot(row: { checksum: string; itemCount: number; added: number; changed: number; removed: number }): Promise<void> {
+    await this.client.query(this.sql.insertSnapshot, [
+      ...this.inv, row.checksum, row.itemCount, row.added, row.changed, row.removed,
+    ])
+  }
+
+  async deleteInventory(): Promise<void> {
+    await this.client.query(this.sql.deleteInventoryItems, this.inv)
+    await this.client.query(this.sql.deleteInventorySnapshots, this.inv)
+  }
+}
+
+interface Statements {
+  selectHeld: string
+  selectLatestChecksum: string
+  upsert: string
+  deleteItems: string
+  insertSnapshot: string
+  deleteInventoryItems: string
+  deleteInventorySnapshots: string
+}
+
+function statements(items: string, snapshots: string): Statements {
+  const inventoryWhere = 'cluster = $1 AND inventory_namespace = $2 AND inventory_name = $3'
+  const itemColumns = ITEM_COLUMNS.map(([name]) => name)
+  // $1..$3 inventory, $4 snapshot checksum, then one array per item column
+  const arrays = ITEM_COLUMNS.map(([, type], i) => `$${i + 5}::${type}[]`).join(', ')
+  const updates = [...itemColumns.filter((c) => !(KEY_COLUMNS as readonly string[]).includes(c)), 'snapshot_checksum', 'exported_at']
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ')
+  const keyArrays = KEY_COLUMNS.map((_, i) => `$${i + 4}::text[]`).join(', ')
+  return {
+    selectHeld: `SELECT target_namespace, target_name, uid, content_hash FROM ${items} WHERE ${inventoryWhere}`,
+    selectLatestChecksum: `SELECT checksum FROM ${snapshots} WHERE ${inventoryWhere} ORDER BY id DESC LIMIT 1`,
+    upsert:
+      `INSERT INTO ${items} AS t (cluster, inventory_namespace, inventory_name, ${itemColumns.join(', ')}, snapshot_checksum, exported_at) ` +
+      `SELECT $1, $2, $3, u.*, $4, now() FROM unnest(${arrays}) AS u ` +
+      `ON CONFLICT (cluster, inventory_namespace, inventory_name, ${KEY_COLUMNS.join(', ')}) DO UPDATE SET ${updates} ` +
+      `WHERE t.content_hash IS DISTINCT FROM excluded.content_hash`,
+    deleteItems:
+      `DELETE FROM ${items} WHERE ${inventoryWhere} AND (${KEY_COLUMNS.join(', ')}) IN ` +
+      `(SELECT * FROM unnest(${keyArrays}))`,
+    insertSnapshot:
+      `INSERT INTO ${snapshots} (cluster, inventory_namespace, inventory_name, checksum, item_count, added, changed, removed, exported_at) ` +
+      `VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())`,
+    deleteInventoryItems: `DELETE FROM ${items} WHERE ${inventoryWhere}`,
+    deleteInventorySnapshots: `DELETE FROM ${snapshots} WHERE ${inventoryWhere}`,
+  }
+}
+
+/** Postgres I/O: the pool, migrations and one transaction per inventory. No diffing here. */
+export class PostgresService {
+  private readonly pool: pg.Pool
+  private readonly sql: Statements
+  private readonly names: { schema: string; items: string; snapshots: string; migrations: string }
+  private migrated: Promise<void> | undefined
+  private closed = false
+
+  constructor(private readonly settings: PostgresSettings) {
+    const schema = quoteIdent(settings.schema)
+    this.names = {
+      schema,
+      items: `${schema}.${quoteIdent(settings.table)}`,
+      snapshots: `${schema}.${quoteIdent(settings.snapshotsTable)}`,
+      migrations: `${schema}.${quoteIdent(MIGRATIONS_TABLE)}`,
+    }
+    this.sql = statements(this.names.items, this.names.snapshots)
+    const p = settings.pool
+    this.pool = new pg.Pool({
+      connectionString: settings.dsn,
+      max: p.max,
+      connectionTimeoutMillis: p.connectionTimeoutMillis,
+      idleTimeoutMillis: p.idleTimeoutMillis,
+      statement_timeout: p.statementTimeoutMillis,
+      query_timeout: p.queryTimeoutMillis,
+      idle_in_transaction_session_timeout: p.idleInTransactionTimeoutMillis,
+      keepAlive: true,
+      application_name: 'kollect',
+    })
+    // An idle client whose server went away emits 'error' on the pool; without a listener
+    // Node would crash the exporter. The pool drops that client; the next query reconnects.
+    this.pool.on('error', () => undefined)
+  }
+
+  /** Create or migrate the tables once per process; a failed attempt is retried on next use. */
+  ensureSchema(): Promise<void> {
+    this.migrated ??= during('creating or migrating the tables', () => this.migrate()).catch((err: unknown) => {
+      this.migrated = undefined
+      throw err
+    })
+    return this.migrated
+  }
+
+  private async migrate(): Promise<void> {
+    await this.transaction(async (client) => {
+      // One lock per schema: the migrations table is shared by every Kollect table in it.
+      await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey('kollect.migrate', this.settings.schema)])
+      const { rowCount } = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [this.settings.schema])
+      // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema exists.
+      if (!rowCount) await client.query(`CREATE SCHEMA ${this.names.schema}`)
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${this.names.migrations} (` +
+          'table_name text NOT NULL, version integer NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), ' +
+          'PRIMARY KEY (table_name, version))',
+      )
+      const applied = await client.query<{ version: number }>(
+        `SELECT version FROM ${this.names.migrations} WHERE table_name = $1`,
+        [this.settings.table],
+      )
+      const done = new Set(applied.rows.map((r) => r.version))
+      for (const migration of MIGRATIONS) {
+        if (done.has(migration.version)) continue
+        for (const statement of migration.statements(this.names)) await client.query(statement)
+        await client.query(`INSERT INTO ${this.names.migrations} (table_name, version, applied_at) VALUES ($1, $2, now())`, [
+          this.settings.table,
+          migration.version,
+        ])
+      }
+    })
+  }
+
+  /** Run fn in one transaction holding the inventory's advisory lock, so writers of one inventory queue up. */
+  async withInventory<T>(inventory: InventoryParams, fn: (tx: InventoryTx) => Promise<T>): Promise<T> {
+    await this.ensureSchema()
+    return this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [
+        lockKey('kollect.inventory', this.settings.schema, this.settings.table, inventory.cluster, inventory.namespace, inventory.name),
+      ])
+      return fn(new InventoryTx(client, this.sql, inventory))
+    })
+  }
+
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.closed) throw new Error('sink is closed')
+    const client = await this.pool.connect()
+    // While checked out, a client has no pool listener: a connection that dies between two
+    // statements would otherwise be an unhandled 'error' event. The next query fails anyway.
+    let broken: Error | undefined
+    const onError = (err: Error): void => {
+      broken = err
+    }
+    client.on('error', onError)
+    try {
+      await client.query('BEGIN')
+      const result = await fn(client)
+      await client.query('COMMIT')
+      return result
+    } catch (err) {
+      broken ??= err instanceof Error ? err : new Error(String(err))
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    } finally {
+      client.off('error', onError)
+      // A client that failed is discarded rather than returned in an unknown state.
+      client.release(broken)
+    }
+  }
+
+  async ping(): Promise<void> {
+    if (this.closed) throw new Error('sink is closed')
+    await this.pool.query('SELECT 1')
+  }
+
+  async end(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.pool.end()
+  }
+}

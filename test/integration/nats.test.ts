@@ -1,0 +1,402 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
+import { Kvm, type KV } from '@nats-io/kv'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { itemKey } from '../../api/canonical.js'
+import type { Item, ObjectRef } from '../../api/types.js'
+import { STATE_BUCKET } from '../../sinks/nats/config.js'
+import { inventoryToken, type ItemEvent, type SnapshotMarker } from '../../sinks/nats/encode.js'
+import { createNatsSink } from '../../sinks/nats/index.js'
+import { capturesEvents } from '../../sinks/nats/service.js'
+import { SinkError, type Sink } from '../../sinks/sink.js'
+import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
+import { startNats, type NatsServer } from '../support/nats.js'
+import { freePort } from '../support/ports.js'
+
+const CLUSTER = 'lab-west'
+const SINK_ID = 'platform/events'
+
+interface Received {
+  subject: string
+  seq: number
+  body: ItemEvent | SnapshotMarker
+  checksumHeader: string | undefined
+  msgId: string | undefined
+}
+
+describe('nats sink (real nats-server with JetStream)', () => {
+  let nats: NatsServer
+  let nc: NatsConnection
+  let js: JetStreamClient
+  let jsm: JetStreamManager
+  const sinks: Sink[] = []
+  let streamCounter = 0
+
+  before(async () => {
+    nats = await startNats()
+    nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 })
+    js = jetstream(nc)
+    jsm = await jetstreamManager(nc)
+  })
+
+  after(async () => {
+    for (const sink of sinks) await sink.close().catch(() => undefined)
+    await nc?.close().catch(() => undefined)
+    await nats?.destroy()
+  })
+
+  /** A sink on its own stream and subject, so each test counts only its own messages. */
+  function sink(opts: { stream?: string; subject?: string; url?: string; credentials?: Record<string, string> } = {}): Sink & {
+    stream: string
+    subject: string
+  } {
+    streamCounter += 1
+    const stream = opts.stream ?? `T${streamCounter}`
+    const subject = opts.subject ?? `kt${streamCounter}`
+    const s = createNatsSink({
+      id: SINK_ID,
+      spec: { type: 'nats', nats: { url: opts.url ?? nats.url, stream, subject } },
+      credentials: opts.credentials ?? {},
+      dataDir: '/nonexistent',
+    })
+    sinks.push(s)
+    return Object.assign(s, { stream, subject })
+  }
+
+  const inv: ObjectRef = { namespace: 'team-a', name: 'prod' }
+
+  async function messages(stream: string): Promise<Received[]> {
+    const total = (await jsm.streams.info(stream)).state.messages
+    if (total === 0) return []
+    const consumer = await js.consumers.get(stream)
+    const out: Received[] = []
+    const iter = await consumer.consume()
+    for await (const m of iter) {
+      out.push({
+        subject: m.subject,
+        seq: m.seq,
+        body: m.json(),
+        checksumHeader: m.headers?.get('Kollect-Checksum'),
+        msgId: m.headers?.get('Nats-Msg-Id'),
+      })
+      if (m.info.pending === 0) break
+    }
+    await iter.close()
+    assert.equal(out.length, total)
+    return out
+  }
+
+  async function messageCount(stream: string): Promise<number> {
+    return (await jsm.streams.info(stream)).state.messages
+  }
+
+  function events(received: Received[], type: string): ItemEvent[] {
+    return received.filter((r) => r.body.type === type).map((r) => r.body as ItemEvent)
+  }
+
+  async function stateKeys(stream: string, subject: string, at: ObjectRef, cluster = CLUSTER): Promise<string[]> {
+    const kv: KV = await new Kvm(js).open(STATE_BUCKET)
+    const token = inventoryToken(stream, subject, { cluster, inventory: at })
+    const keys: string[] = []
+    for await (const k of await kv.keys(`${token}.>`)) keys.push(k)
+    return keys
+  }
+
+  test('first export: one added event per item, then one snapshot marker', async () => {
+    const s = sink()
+    const items = makeItems(50)
+    const snap = snapshotOf(inv, items)
+    assert.deepEqual(await s.write(snap), { added: 50, changed: 0, removed: 0 })
+    const got = await messages(s.stream)
+    assert.equal(got.length, 51)
+    const added = events(got, 'added')
+    assert.equal(added.length, 50)
+    assert.deepEqual(new Set(added.map((e) => e.key)), new Set(items.map(itemKey)))
+    for (const e of added) {
+      assert.equal(e.before, undefined)
+      assert.equal(itemKey(e.after!), e.key)
+      assert.equal(e.checksum, snap.checksum)
+      assert.equal(e.previousChecksum, null)
+      assert.deepEqual(e.inventory, inv)
+      assert.equal(e.cluster, CLUSTER)
+    }
+    assert.deepEqual(added.find((e) => e.key === itemKey(items[0]!))?.after, items[0])
+    const last = got.at(-1)!
+    assert.equal(last.subject, `${s.subject}.lab-west.team-a.prod.snapshot`)
+    assert.deepEqual(last.body, {
+      type: 'snapshot', cluster: CLUSTER, inventory: inv, checksum: snap.checksum, previousChecksum: null,
+      itemCount: 50, added: 50, changed: 0, removed: 0,
+    })
+    assert.ok(got.every((m) => m.checksumHeader === snap.checksum && m.msgId?.length === 64))
+    assert.ok(got.slice(0, -1).every((m) => m.subject === `${s.subject}.lab-west.team-a.prod.added`))
+    assert.equal((await stateKeys(s.stream, s.subject, inv)).length, 51)
+  })
+
+  test('change one item: exactly one changed event with before and after; remove one: one removed event', async () => {
+    const s = sink()
+    const items = makeItems(20)
+    const first = snapshotOf(inv, items)
+    await s.write(first)
+    const changed = items.map((i, n) => (n === 4 ? bumpReplicas(i, 99) : i))
+    const second = snapshotOf(inv, changed)
+    assert.deepEqual(await s.write(second), { added: 0, changed: 1, removed: 0 })
+    let got = (await messages(s.stream)).slice(21)
+    assert.equal(got.length, 2)
+    const [event] = events(got, 'changed')
+    assert.equal(got[0]!.subject, `${s.subject}.lab-west.team-a.prod.changed`)
+    assert.deepEqual(event!.before, items[4])
+    assert.deepEqual(event!.after, changed[4])
+    assert.equal(event!.previousChecksum, first.checksum)
+    assert.equal(event!.checksum, second.checksum)
+    assert.equal((got[1]!.body as SnapshotMarker).changed, 1)
+
+    const third = snapshotOf(inv, changed.filter((_, n) => n !== 9))
+    assert.deepEqual(await s.write(third), { added: 0, changed: 0, removed: 1 })
+    got = (await messages(s.stream)).slice(23)
+    assert.equal(got.length, 2)
+    const [removed] = events(got, 'removed')
+    assert.equal(got[0]!.subject, `${s.subject}.lab-west.team-a.prod.removed`)
+    assert.equal(removed!.key, itemKey(items[9]!))
+    assert.deepEqual(removed!.before, items[9])
+    assert.equal(removed!.after, undefined)
+    assert.equal((await stateKeys(s.stream, s.subject, inv)).length, 20)
+  })
+
+  test('the same snapshot twice publishes nothing, also from a new sink instance', async () => {
+    const s = sink()
+    const snap = snapshotOf(inv, makeItems(30))
+    await s.write(snap)
+    const count = await messageCount(s.stream)
+    assert.deepEqual(await s.write(snap), { added: 0, changed: 0, removed: 0 })
+    const fresh = sink({ stream: s.stream, subject: s.subject })
+    assert.deepEqual(await fresh.write(snap), { added: 0, changed: 0, removed: 0 })
+    assert.equal(await messageCount(s.stream), count)
+  })
+
+  test('a new sink instance (exporter restart) diffs against the KV state: one changed event', async () => {
+    const first = sink()
+    const items = makeItems(200)
+    await first.write(snapshotOf(inv, items))
+    await first.close()
+    const restarted = sink({ stream: first.stream, subject: first.subject })
+    const changed = items.map((i, n) => (n === 150 ? bumpReplicas(i, 3) : i))
+    assert.deepEqual(await restarted.write(snapshotOf(inv, changed)), { added: 0, changed: 1, removed: 0 })
+    const got = (await messages(first.stream)).slice(201)
+    assert.equal(got.length, 2)
+    const [event] = events(got, 'changed')
+    assert.deepEqual(event!.before, items[150])
+    assert.deepEqual(event!.after, changed[150])
+  })
+
+  test('a repeated transition (A→B→A→B) publishes every step', async () => {
+    const s = sink()
+    const a = makeItems(3)
+    const b = a.map((i, n) => (n === 0 ? bumpReplicas(i, 50) : i))
+    for (const items of [a, b, a, b]) await s.write(snapshotOf(inv, items))
+    const got = await messages(s.stream)
+    assert.equal(events(got, 'changed').length, 3)
+    assert.equal(events(got, 'snapshot').length, 4)
+  })
+
+  test('remove() (deletionPolicy Delete): removed events and a tombstone, KV emptied; re-creating publishes again', async () => {
+    const s = sink()
+    const items = makeItems(15)
+    const snap = snapshotOf(inv, items)
+    await s.write(snap)
+    await s.remove(inv, CLUSTER)
+    let got = (await messages(s.stream)).slice(16)
+    assert.equal(got.length, 16)
+    const removed = events(got, 'removed')
+    assert.deepEqual(new Set(removed.map((e) => e.key)), new Set(items.map(itemKey)))
+    assert.ok(removed.every((e) => e.before !== undefined && e.after === undefined))
+    const tombstone = got.at(-1)!
+    assert.equal(tombstone.subject, `${s.subject}.lab-west.team-a.prod.snapshot`)
+    assert.equal(tombstone.body.type, 'tombstone')
+    assert.equal(tombstone.body.previousChecksum, snap.checksum)
+    assert.deepEqual(await stateKeys(s.stream, s.subject, inv), [])
+
+    await s.remove(inv, CLUSTER) // idempotent: nothing more is published
+    assert.equal(await messageCount(s.stream), 32)
+
+    // re-created inside the duplicate window: the same items are announced again, not deduplicated away
+    assert.deepEqual(await s.write(snap), { added: 15, changed: 0, removed: 0 })
+    got = (await messages(s.stream)).slice(32)
+    assert.equal(events(got, 'added').length, 15)
+    assert.equal(events(got, 'snapshot').length, 1)
+  })
+
+  test('inventory names with ".", "*", ">", spaces and quotes stay inside their subject tokens', async () => {
+    const s = sink({ subject: 'org.kollect' })
+    const odd: ObjectRef = { namespace: 'a.b*c>d', name: `x y."'>*.z` }
+    const cluster = 'lab.west *'
+    const items = makeItems(2)
+    await s.write(snapshotOf(odd, items, cluster))
+    const got = await messages(s.stream)
+    assert.equal(got.length, 3)
+    for (const m of got) {
+      const tokens = m.subject.split('.')
+      assert.equal(tokens.length, 2 + 4, m.subject)
+      assert.deepEqual(tokens.slice(0, 2), ['org', 'kollect'])
+      assert.ok(tokens.every((t) => /^[A-Za-z0-9_%-]+$/.test(t)), m.subject)
+      assert.equal(decodeURIComponent(tokens[2]!), cluster)
+      assert.equal(decodeURIComponent(tokens[3]!), odd.namespace)
+      assert.equal(decodeURIComponent(tokens[4]!), odd.name)
+      assert.deepEqual((m.body as ItemEvent).inventory, odd)
+    }
+    assert.equal(got.at(-1)!.subject.split('.').at(-1), 'snapshot')
+  })
+
+  test('NATS restarted mid-export: retries converge to exactly one event per item and one marker', async (t) => {
+    const s = sink()
+    const n = 10_000
+    const items = makeItems(n)
+    const snap = snapshotOf(inv, items)
+    const first = s.write(snap).then(
+      () => 'resolved' as const,
+      (e: unknown) => e,
+    )
+    const deadline = Date.now() + 20_000
+    while ((await jsm.streams.info(s.stream).then((i) => i.state.messages, () => 0)) < 1000) {
+      if (Date.now() > deadline) assert.fail('the export never started publishing')
+      await new Promise((r) => setTimeout(r, 5))
+    }
+    await nats.stop()
+    await nats.start()
+
+    let outcome = await first
+    let attempts = 1
+    while (outcome !== 'resolved') {
+      assert.ok(outcome instanceof SinkError, String(outcome))
+      assert.equal(outcome.retriable, true, outcome.message)
+      if (attempts === 1) t.diagnostic(`first attempt: ${outcome.message}`)
+      assert.ok(attempts < 20, `still failing after ${attempts} attempts: ${outcome.message}`)
+      await new Promise((r) => setTimeout(r, 200))
+      attempts += 1
+      outcome = await s.write(snap).then(
+        () => 'resolved' as const,
+        (e: unknown) => e,
+      )
+    }
+    assert.ok(attempts >= 2, 'the restart should have interrupted the first attempt')
+    t.diagnostic(`converged after ${attempts} attempts`)
+
+    const got = await messages(s.stream)
+    const perKey = new Map<string, number>()
+    for (const e of events(got, 'added')) perKey.set(e.key, (perKey.get(e.key) ?? 0) + 1)
+    assert.equal(perKey.size, n)
+    assert.ok([...perKey.values()].every((c) => c === 1), 'an item was published twice')
+    assert.equal(events(got, 'snapshot').length, 1)
+    assert.equal(got.length, n + 1)
+    assert.equal(got.at(-1)!.body.type, 'snapshot', 'the marker comes after every event')
+    assert.equal((await stateKeys(s.stream, s.subject, inv)).length, n + 1)
+    assert.deepEqual(await s.write(snap), { added: 0, changed: 0, removed: 0 })
+  })
+
+  test('timing: 10k-item initial export and a 1-item change', async (t) => {
+    const s = sink()
+    const items = makeItems(10_000)
+    let started = performance.now()
+    assert.deepEqual(await s.write(snapshotOf(inv, items)), { added: 10_000, changed: 0, removed: 0 })
+    const initialMs = performance.now() - started
+    const changed = snapshotOf(inv, items.map((i, n) => (n === 77 ? bumpReplicas(i, 8) : i)))
+    started = performance.now()
+    assert.deepEqual(await s.write(changed), { added: 0, changed: 1, removed: 0 })
+    const changeMs = performance.now() - started
+    const fresh = sink({ stream: s.stream, subject: s.subject })
+    const again = snapshotOf(inv, items.map((i, n) => (n === 78 ? bumpReplicas(i, 8) : i)))
+    started = performance.now()
+    assert.deepEqual(await fresh.write(again), { added: 0, changed: 2, removed: 0 })
+    const coldMs = performance.now() - started
+    t.diagnostic(
+      `nats: 10k initial ${initialMs.toFixed(0)} ms, 1-item change ${changeMs.toFixed(0)} ms, ` +
+        `first write of a new instance (KV load of 10k) ${coldMs.toFixed(0)} ms`,
+    )
+    assert.equal(await messageCount(s.stream), 10_001 + 2 + 3)
+  })
+
+  test('credentials never reach error messages', async () => {
+    const token = 's3cr3t-token'
+    const closedPort = await freePort()
+    const unreachable = sink({ url: `nats://127.0.0.1:${closedPort}`, credentials: { token } })
+    const err = await unreachable.write(snapshotOf(inv, makeItems(1))).then(
+      () => assert.fail('expected a failure'),
+      (e: unknown) => e,
+    )
+    assert.ok(err instanceof SinkError)
+    assert.equal(err.retriable, true, err.message)
+    assert.match(err.message, /nats sink platform\/events/)
+    assert.ok(!err.message.includes(token), err.message)
+
+    const inUrl = sink({ url: `nats://${token}@127.0.0.1:${closedPort}` })
+    const urlErr = await inUrl.healthcheck().then(
+      () => assert.fail('expected a failure'),
+      (e: unknown) => e,
+    )
+    assert.ok(urlErr instanceof SinkError && !urlErr.message.includes(token), String(urlErr))
+
+    const guarded = await startNats({ args: ['--auth', 'the-right-token'] })
+    try {
+      const wrong = sink({ url: guarded.url, credentials: { token } })
+      const authErr = await wrong.healthcheck().then(
+        () => assert.fail('expected an authorization failure'),
+        (e: unknown) => e,
+      )
+      assert.ok(authErr instanceof SinkError)
+      assert.equal(authErr.retriable, false, authErr.message)
+      assert.ok(!authErr.message.includes(token), authErr.message)
+      const right = sink({ url: guarded.url, credentials: { token: 'the-right-token' } })
+      await right.healthcheck()
+      await right.close()
+      await wrong.close()
+    } finally {
+      await guarded.destroy()
+    }
+  })
+
+  test('configuration errors are permanent', () => {
+    const base = { id: SINK_ID, credentials: {}, dataDir: '' }
+    const permanent = (err: unknown): boolean => err instanceof SinkError && !err.retriable
+    assert.throws(() => createNatsSink({ ...base, spec: { type: 'nats' } }), permanent)
+    for (const subject of ['a.*', 'a.>', 'a..b', 'a b', '.a', 'a.', 'ü']) {
+      assert.throws(() => createNatsSink({ ...base, spec: { type: 'nats', nats: { url: nats.url, subject } } }), permanent, subject)
+    }
+    assert.throws(() => createNatsSink({ ...base, spec: { type: 'nats', nats: { url: nats.url, stream: 'a.b' } } }), permanent)
+    assert.throws(
+      () => createNatsSink({ ...base, credentials: { username: 'u' }, spec: { type: 'nats', nats: { url: nats.url } } }),
+      permanent,
+    )
+  })
+
+  test('a stream that does not capture the subject is a permanent error', async () => {
+    await jsm.streams.add({ name: 'FOREIGN', subjects: ['elsewhere.>'] })
+    const s = sink({ stream: 'FOREIGN', subject: 'kollect-foreign' })
+    const err = await s.write(snapshotOf(inv, makeItems(1))).then(
+      () => assert.fail('expected a failure'),
+      (e: unknown) => e,
+    )
+    assert.ok(err instanceof SinkError && !err.retriable, String(err))
+    assert.match(err.message, /does not capture/)
+  })
+
+  test('which stream subjects capture the sink\'s events', () => {
+    const cases: [string, string, boolean][] = [
+      ['kollect.>', 'kollect', true],
+      ['>', 'kollect', true],
+      ['kollect.*.*.*.*', 'kollect', true],
+      ['kollect.*.*.*', 'kollect', false],
+      ['kollect.*.*.*.*.*', 'kollect', false],
+      ['kollect.lab.>', 'kollect', false],
+      ['org.kollect.>', 'org.kollect', true],
+      ['org.*.>', 'org.kollect', true],
+      ['org.>', 'kollect', false],
+      ['kollect', 'kollect', false],
+    ]
+    for (const [pattern, prefix, expected] of cases) assert.equal(capturesEvents(pattern, prefix), expected, `${pattern} ⊇ ${prefix}.>`)
+  })
+
+  test('fixtures build distinct items', () => {
+    const items: Item[] = makeItems(5)
+    assert.equal(new Set(items.map(itemKey)).size, 5)
+  })
+})

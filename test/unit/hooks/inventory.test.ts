@@ -1,0 +1,376 @@
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { validateStatus } from '../../../api/crd-schemas.js'
+import type { InventoryExportState, KollectInventorySpec, KollectSinkSpec, KubeObject, SinkExportState } from '../../../api/types.js'
+import {
+  composeInventory, customizeInventory, finalizeInventoryResponse, inventoryStatus, syncInventoryResponse, type Composed,
+} from '../../../hooks/inventory.js'
+import type { CustomizeRequest, CustomizeResponse, RelatedRule, SyncRequest } from '../../../hooks/request.js'
+import { controllerFor, customizeRequest, loadExampleCr, relatedMap, syncRequest, TYPES } from '../../support/metacontroller.js'
+import { asSyncRequest, cond, scopeCr, wire } from './fixtures.js'
+
+const INVENTORY = { namespace: 'team-a', name: 'prod-inventory' }
+const GIT_SINK = loadExampleCr('sink-git.yaml')
+const GIT_SPEC = GIT_SINK['spec'] as KollectSinkSpec
+const SHARED_PG: KubeObject = { ...loadExampleCr('sink-postgres.yaml'), metadata: { name: 'shared-pg', namespace: 'platform', uid: 'uid-shared-pg', generation: 1 } }
+const PG_SPEC = SHARED_PG['spec'] as KollectSinkSpec
+const PROD_DEPLOYS = loadExampleCr('target-deployments.yaml')
+
+/** The example inventory (targets prod-deploys, sink git-demo, debounce 2s, maxWait 30s) with spec fields replaced; undefined removes one. */
+function inventory(spec: Partial<Record<keyof KollectInventorySpec, unknown>> = {}): KubeObject {
+  const inv = loadExampleCr('inventory.yaml')
+  return wire({ ...inv, spec: { ...(inv['spec'] as object), ...spec } })
+}
+
+function request(parent: KubeObject, related: { targets?: KubeObject[]; sinks?: KubeObject[]; scopes?: KubeObject[] } = {}): SyncRequest {
+  const map = relatedMap([TYPES.scope, TYPES.target, TYPES.sink], {
+    [TYPES.target]: related.targets ?? [PROD_DEPLOYS],
+    [TYPES.sink]: related.sinks ?? [GIT_SINK, SHARED_PG],
+    [TYPES.scope]: related.scopes ?? [],
+  })
+  return asSyncRequest(syncRequest(controllerFor('kollect-inventories'), parent, map))
+}
+
+// ---- customize ----
+
+const API = 'kollect.dev/v1alpha1'
+const SCOPE_RULE: RelatedRule = { apiVersion: API, resource: 'kollectscopes', namespace: 'team-a', labelSelector: {} }
+
+describe('customizeInventory', () => {
+  const cases: { reason: string; parent: KubeObject; want: CustomizeResponse }[] = [
+    {
+      reason: 'the example asks for its scopes, its target by name and its sink by name',
+      parent: inventory(),
+      want: {
+        relatedResources: [
+          SCOPE_RULE,
+          { apiVersion: API, resource: 'kollecttargets', namespace: 'team-a', names: ['prod-deploys'] },
+          { apiVersion: API, resource: 'kollectsinks', namespace: 'team-a', names: ['git-demo'] },
+        ],
+      },
+    },
+    {
+      reason: 'target names are sorted and deduplicated; sinks are grouped per namespace, namespaces and names sorted',
+      parent: inventory({
+        targetRefs: [{ name: 'b' }, { name: 'a' }, { name: 'b' }],
+        sinkRefs: [{ name: 'z' }, { name: 'shared-pg', namespace: 'platform' }, { name: 'a', namespace: 'team-a' }, { name: 'events', namespace: 'platform' }, { name: 'a' }],
+      }),
+      want: {
+        relatedResources: [
+          SCOPE_RULE,
+          { apiVersion: API, resource: 'kollecttargets', namespace: 'team-a', names: ['a', 'b'] },
+          { apiVersion: API, resource: 'kollectsinks', namespace: 'platform', names: ['events', 'shared-pg'] },
+          { apiVersion: API, resource: 'kollectsinks', namespace: 'team-a', names: ['a', 'z'] },
+        ],
+      },
+    },
+    {
+      reason: 'a targetSelector becomes a label selector on targets in the own namespace',
+      parent: inventory({ targetRefs: undefined, targetSelector: { matchLabels: { env: 'prod' } }, sinkRefs: undefined }),
+      want: { relatedResources: [SCOPE_RULE, { apiVersion: API, resource: 'kollecttargets', namespace: 'team-a', labelSelector: { matchLabels: { env: 'prod' } } }] },
+    },
+    {
+      reason: 'an inventory naming nothing asks only for its scopes',
+      parent: inventory({ targetRefs: undefined, sinkRefs: undefined }),
+      want: { relatedResources: [SCOPE_RULE] },
+    },
+  ]
+  for (const c of cases) {
+    test(c.reason, () => {
+      const req = wire(customizeRequest(controllerFor('kollect-inventories'), c.parent)) as unknown as CustomizeRequest
+      assert.deepStrictEqual(customizeInventory(req), c.want)
+    })
+  }
+})
+
+// ---- compose ----
+
+function composed(over: { targets?: string[]; sinks?: { namespace: string; name: string; spec: KollectSinkSpec }[]; debounceMs?: number; maxWaitMs?: number; suspend?: boolean }, problems: { reason: string; message: string }[] = []): Composed {
+  return {
+    ok: true,
+    problems,
+    composition: {
+      inventory: INVENTORY,
+      generation: 1,
+      targets: (over.targets ?? ['prod-deploys']).map((name) => ({ namespace: 'team-a', name })),
+      sinks: over.sinks ?? [{ namespace: 'team-a', name: 'git-demo', spec: GIT_SPEC }],
+      debounceMs: over.debounceMs ?? 2000,
+      maxWaitMs: over.maxWaitMs ?? 30_000,
+      suspend: over.suspend ?? false,
+    },
+  }
+}
+
+const WITH_SHARED_PG = [{ name: 'git-demo' }, { name: 'shared-pg', namespace: 'platform' }]
+const BOTH_SINKS = [{ namespace: 'team-a', name: 'git-demo', spec: GIT_SPEC }, { namespace: 'platform', name: 'shared-pg', spec: PG_SPEC }]
+
+describe('composeInventory', () => {
+  const cases: { reason: string; req: () => SyncRequest; want: Composed }[] = [
+    {
+      reason: 'the example resolves its target and sink with its own debounce and maxWait',
+      req: () => request(inventory()),
+      want: composed({}),
+    },
+    {
+      reason: 'a missing target is a TargetNotFound problem and the composition goes on without it',
+      req: () => request(inventory({ targetRefs: [{ name: 'prod-deploys' }, { name: 'gone' }] })),
+      want: composed({}, [{ reason: 'TargetNotFound', message: 'KollectTarget not found in team-a: gone' }]),
+    },
+    {
+      reason: 'a sink in another namespace without a scope is ScopeSinkDenied and left out',
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG })),
+      want: composed({}, [{ reason: 'ScopeSinkDenied', message: 'sinks not allowed by the scope of namespace team-a: platform/shared-pg' }]),
+    },
+    {
+      reason: 'a sink in another namespace that the scope allows is resolved',
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { scopes: [scopeCr('pg', { allowedSinks: [{ namespace: 'platform', name: 'shared-pg' }] })] }),
+      want: composed({ sinks: BOTH_SINKS }),
+    },
+    {
+      reason: 'a sink that does not exist is SinkNotFound, and a repeated ref counts once',
+      req: () => request(inventory({ sinkRefs: [{ name: 'git-demo' }, { name: 'nope' }, { name: 'git-demo', namespace: 'team-a' }] })),
+      want: composed({}, [{ reason: 'SinkNotFound', message: 'KollectSink not found: team-a/nope' }]),
+    },
+    {
+      reason: 'a debounce below the scope minimum is raised, with a DebounceRaised problem',
+      req: () => request(inventory(), { scopes: [scopeCr('slow', { minDebounce: '5s' })] }),
+      want: composed({ debounceMs: 5000 }, [{ reason: 'DebounceRaised', message: 'debounce 2s raised to the scope minimum 5s' }]),
+    },
+    {
+      reason: 'a raised debounce also lifts a maxWait that would fall below it',
+      req: () => request(inventory(), { scopes: [scopeCr('slower', { minDebounce: '1m' })] }),
+      want: composed({ debounceMs: 60_000, maxWaitMs: 60_000 }, [{ reason: 'DebounceRaised', message: 'debounce 2s raised to the scope minimum 1m' }]),
+    },
+    {
+      reason: 'maxWait is never below debounce',
+      req: () => request(inventory({ debounce: '1m30s', maxWait: '30s' })),
+      want: composed({ debounceMs: 90_000, maxWaitMs: 90_000 }),
+    },
+    {
+      reason: 'without debounce and maxWait the defaults are 10s and 2m',
+      req: () => request(inventory({ debounce: undefined, maxWait: undefined })),
+      want: composed({ debounceMs: 10_000, maxWaitMs: 120_000 }),
+    },
+    {
+      reason: 'suspend is carried into the composition',
+      req: () => request(inventory({ suspend: true })),
+      want: composed({ suspend: true }),
+    },
+    {
+      reason: 'with a targetSelector the related targets of the own namespace are the targets, in key order',
+      req: () =>
+        request(inventory({ targetRefs: undefined, targetSelector: { matchLabels: { env: 'prod' } } }), {
+          targets: [{ ...PROD_DEPLOYS, metadata: { name: 'zz-deploys', namespace: 'team-a' } }, PROD_DEPLOYS, { ...PROD_DEPLOYS, metadata: { name: 'other', namespace: 'team-b' } }],
+        }),
+      want: composed({ targets: ['prod-deploys', 'zz-deploys'] }),
+    },
+    {
+      reason: 'an invalid spec is not composed at all',
+      req: () => request(inventory({ debounce: 'soon' })),
+      want: { ok: false, problems: [{ reason: 'InvalidSpec', message: 'spec.debounce: must match pattern "^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"' }] },
+    },
+  ]
+  for (const c of cases) {
+    test(c.reason, () => {
+      assert.deepStrictEqual(composeInventory(c.req()), c.want)
+    })
+  }
+})
+
+// ---- status ----
+
+const CHECKSUM = 'f36372d41ec0b9e0222aa653c23bafca92a292419991f808ed2fcc84f847ca9d'
+const EXPORTED_AT = '2026-11-01T10:00:05Z'
+const GIT_SYNCED: SinkExportState = { namespace: 'team-a', name: 'git-demo', state: 'Synced', checksum: CHECKSUM, itemCount: 2, lastExportTime: EXPORTED_AT, message: '' }
+const PG_FAILING: SinkExportState = { namespace: 'platform', name: 'shared-pg', state: 'Failing', checksum: '', itemCount: 0, message: 'connection refused (attempt 3, next in 4s)' }
+
+function exportState(over: Partial<InventoryExportState>): InventoryExportState {
+  return { complete: true, missingTargets: [], itemCount: 2, checksum: CHECKSUM, lastExportTime: EXPORTED_AT, sinks: [GIT_SYNCED], ...over }
+}
+
+describe('inventoryStatus', () => {
+  const cases: { reason: string; composed: Composed; state: InventoryExportState | null; want: Record<string, unknown> }[] = [
+    {
+      reason: 'every sink holding the latest snapshot is Synced True Exported, not Degraded',
+      composed: composed({}),
+      state: exportState({}),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [GIT_SYNCED],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
+          cond('Synced', 'True', 'Exported', '2 items exported to 1 sinks'),
+        ],
+      },
+    },
+    {
+      reason: 'a first export still due is Pending, and lastExportTime is absent because there was none',
+      composed: composed({}),
+      state: exportState({ lastExportTime: undefined, checksum: '', itemCount: 2, sinks: [{ namespace: 'team-a', name: 'git-demo', state: 'Pending', checksum: '', itemCount: 0, message: 'export due in 2s' }] }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: '',
+        targetCount: 1,
+        sinks: [{ namespace: 'team-a', name: 'git-demo', state: 'Pending', checksum: '', itemCount: 0, message: 'export due in 2s' }],
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
+          cond('Synced', 'False', 'Pending', '1 of 1 sinks pending'),
+        ],
+      },
+    },
+    {
+      reason: 'a failing sink is Synced False Failing and Degraded True SinkFailing with its message; the healthy sink is unaffected',
+      composed: composed({ sinks: BOTH_SINKS }),
+      state: exportState({ sinks: [PG_FAILING, GIT_SYNCED] }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [PG_FAILING, GIT_SYNCED],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'True', 'SinkFailing', 'platform/shared-pg: connection refused (attempt 3, next in 4s)'),
+          cond('Ready', 'True', 'Resolved', '1 targets, 2 sinks'),
+          cond('Synced', 'False', 'Failing', '1 of 2 sinks failing'),
+        ],
+      },
+    },
+    {
+      reason: 'an exporter that has not heard from every target is WaitingForTargets and names them',
+      composed: composed({ targets: ['prod-deploys', 'staging-deploys'] }),
+      state: exportState({ complete: false, missingTargets: [{ namespace: 'team-a', name: 'staging-deploys' }], lastExportTime: undefined, sinks: [] }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 2,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '2 targets, 0 sinks'),
+          cond('Synced', 'False', 'WaitingForTargets', 'waiting for targets to report: staging-deploys'),
+        ],
+      },
+    },
+    {
+      reason: 'a suspended inventory is Synced False Suspended',
+      composed: composed({ suspend: true }),
+      state: exportState({}),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [GIT_SYNCED],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
+          cond('Synced', 'False', 'Suspended', 'inventory is suspended; nothing is exported'),
+        ],
+      },
+    },
+    {
+      reason: 'a blocking problem makes Ready False and Degraded True with its reason',
+      composed: composed({}, [{ reason: 'TargetNotFound', message: 'KollectTarget not found in team-a: gone' }]),
+      state: exportState({}),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [GIT_SYNCED],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'True', 'TargetNotFound', 'KollectTarget not found in team-a: gone'),
+          cond('Ready', 'False', 'TargetNotFound', 'KollectTarget not found in team-a: gone'),
+          cond('Synced', 'True', 'Exported', '2 items exported to 1 sinks'),
+        ],
+      },
+    },
+    {
+      reason: 'a raised debounce is not blocking: Ready stays True and the note shows on Degraded False',
+      composed: composed({ debounceMs: 5000 }, [{ reason: 'DebounceRaised', message: 'debounce 2s raised to the scope minimum 5s' }]),
+      state: exportState({}),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [GIT_SYNCED],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', 'debounce 2s raised to the scope minimum 5s'),
+          cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
+          cond('Synced', 'True', 'Exported', '2 items exported to 1 sinks'),
+        ],
+      },
+    },
+    {
+      reason: 'an invalid spec reports its problem on all three conditions, with empty summaries',
+      composed: { ok: false, problems: [{ reason: 'InvalidSpec', message: 'spec.debounce: bad' }] },
+      state: null,
+      want: {
+        observedGeneration: 1,
+        itemCount: 0,
+        checksum: '',
+        targetCount: 0,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'True', 'InvalidSpec', 'spec.debounce: bad'),
+          cond('Ready', 'False', 'InvalidSpec', 'spec.debounce: bad'),
+          cond('Synced', 'Unknown', 'InvalidSpec', 'spec.debounce: bad'),
+        ],
+      },
+    },
+    {
+      reason: 'no answer from the exporter is ExporterUnavailable',
+      composed: composed({}),
+      state: null,
+      want: {
+        observedGeneration: 1,
+        itemCount: 0,
+        checksum: '',
+        targetCount: 0,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'True', 'ExporterUnavailable', 'the exporter did not answer'),
+          cond('Ready', 'False', 'ExporterUnavailable', 'the exporter did not answer'),
+          cond('Synced', 'Unknown', 'ExporterUnavailable', 'the exporter did not answer'),
+        ],
+      },
+    },
+  ]
+  for (const c of cases) {
+    test(c.reason, () => {
+      const status = inventoryStatus(request(inventory()), c.composed, c.state)
+      assert.deepStrictEqual(status, c.want)
+      assert.deepStrictEqual(validateStatus('KollectInventory', wire(status)), { valid: true })
+    })
+  }
+
+  test('the status is byte-identical for identical inputs', () => {
+    const a = inventoryStatus(request(inventory()), composeInventory(request(inventory())), exportState({ sinks: [PG_FAILING, GIT_SYNCED] }))
+    const b = inventoryStatus(request(inventory()), composeInventory(request(inventory())), exportState({ sinks: [PG_FAILING, GIT_SYNCED] }))
+    assert.equal(JSON.stringify(a), JSON.stringify(b))
+  })
+
+  test('sync wraps the status with no children; finalize is done only when the exporter confirms', () => {
+    const req = request(inventory())
+    const c = composeInventory(req)
+    const state = exportState({})
+    const status = inventoryStatus(req, c, state)
+    assert.deepStrictEqual(
+      [syncInventoryResponse(req, c, state), finalizeInventoryResponse(req, c, { finalized: true, state }), finalizeInventoryResponse(req, c, { finalized: false, state })],
+      [{ status, children: [] }, { status, children: [], finalized: true }, { status, children: [], finalized: false, resyncAfterSeconds: 5 }],
+    )
+  })
+})
