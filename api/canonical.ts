@@ -55,9 +55,18 @@ export function itemKey(item: Pick<Item, 'target' | 'uid'>): string {
   return `${item.target.namespace}/${item.target.name}/${item.uid}`
 }
 
+// Items are immutable once extracted and the exporter keeps unchanged ones by reference, so a
+// hash computed for one export serves every later export and every sink.
+const hashes = new WeakMap<Item, string>()
+
 /** Hash of everything an item carries; sinks compare it to decide "changed". */
 export function itemHash(item: Item): string {
-  return sha256(canonicalJson(item))
+  let h = hashes.get(item)
+  if (h === undefined) {
+    h = sha256(canonicalJson(item))
+    hashes.set(item, h)
+  }
+  return h
 }
 
 const IDENTITY_FIELDS = ['group', 'version', 'kind', 'namespace', 'name', 'uid'] as const

@@ -13,8 +13,26 @@ import { renderPath, type TemplateValues } from './escape.js'
 
 export type DocumentFormat = 'json' | 'yaml'
 
+// Each item's pretty text, indented as an element of "items"; unchanged items keep their object
+// identity across exports, so a 1-item change re-renders one item, not ten thousand.
+const renderedItems = new WeakMap<Item, string>()
+
+function itemAsElement(item: Item): string {
+  let text = renderedItems.get(item)
+  if (text === undefined) {
+    text = canonicalJsonPretty(item).trimEnd().replace(/^/gm, '    ')
+    renderedItems.set(item, text)
+  }
+  return text
+}
+
 export function renderSnapshot(snapshot: Snapshot, format: DocumentFormat = 'json'): string {
-  if (format === 'json') return canonicalJsonPretty(snapshot)
+  if (format === 'json') {
+    // Byte-identical to canonicalJsonPretty(snapshot): the envelope's keys sort around "items".
+    const envelope = canonicalJsonPretty({ ...snapshot, items: [] })
+    if (snapshot.items.length === 0) return envelope
+    return envelope.replace('\n  "items": [],\n', () => `\n  "items": [\n${snapshot.items.map(itemAsElement).join(',\n')}\n  ],\n`)
+  }
   // No folding and no anchors: a long string or a repeated value must stay one stable line.
   return YAML.stringify(sortKeys(snapshot), { lineWidth: 0, aliasDuplicateObjects: false })
 }

@@ -83,6 +83,11 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
     // A volume mounted with another owner (fsGroup) would otherwise be refused as "dubious
     // ownership"; the directory is the sink's own. Only honoured from protected config, like this.
     ['safe.directory', repositoryDir(settings, dataDir)],
+    // Inventory documents are large and rewritten often: delta search and strong zlib would
+    // cost more per push than the bytes they save; loose objects are packed by gc later anyway.
+    ['pack.window', '0'],
+    ['pack.compression', '1'],
+    ['core.looseCompression', '1'],
   ]
   // Credentials travel per process in the environment: never on a command line (visible in
   // ps), in the remote URL or in .git/config.
@@ -194,8 +199,14 @@ export class GitRepository {
     await this.abortRebase()
     let status: Status
     if (this.remote) {
-      await this.checkoutRemoteTip()
+      await this.fetchOrCreateBranch()
       status = await this.status()
+      // Usually we are already at the tip (our own last push): a checkout of a large tree then costs more than it does.
+      const tip = await this.resolve(`refs/remotes/origin/${this.settings.branch}`)
+      if (status.branch !== this.settings.branch || status.head !== tip || status.trackedChanges) {
+        await this.run('checkout', ['checkout', '-f', '-B', this.settings.branch, `refs/remotes/origin/${this.settings.branch}`])
+        status = await this.status()
+      }
     } else {
       status = await this.checkoutLocalBranch()
       if (status.trackedChanges) {
@@ -220,7 +231,7 @@ export class GitRepository {
     return this.status()
   }
 
-  private async checkoutRemoteTip(): Promise<void> {
+  private async fetchOrCreateBranch(): Promise<void> {
     const { branch } = this.settings
     if (!(await this.fetch())) {
       const initial = (
@@ -232,7 +243,6 @@ export class GitRepository {
         throw sinkFailure(this.sink, 'fetch', new Error(`branch ${branch} is missing after creating it`), true, this.settings.secrets)
       }
     }
-    await this.run('checkout', ['checkout', '-f', '-B', branch, `refs/remotes/origin/${branch}`])
   }
 
   /** Fetches the branch; false when the remote does not have it. */

@@ -1,0 +1,123 @@
+// The exporter on a 10,000-item inventory, against real servers started here (PostgreSQL,
+// nats-server -js, a bare git remote): the initial export, then a 1-item change. It prints what
+// each export wrote (rows, events, Git diff lines) and the ratio incremental / initial time,
+// then checks that 1,000 target updates inside one debounce window make one export per sink.
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { jetstreamManager } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
+import type { InventoryComposition, Item, ResolvedSink } from '../api/types.js'
+import { Exporter, type ExportEvent } from '../sinks/exporter.js'
+import { createSinkFactory } from '../sinks/registry.js'
+import { createBareRemote, git } from '../test/support/git.js'
+import { bumpReplicas, makeItems, TARGET } from '../test/support/items.js'
+import { startNats } from '../test/support/nats.js'
+import { startPostgres } from '../test/support/postgres.js'
+import { itemsChecksum, compareItems } from '../api/canonical.js'
+import { report, timeMsAsync } from './stats.js'
+
+const INVENTORY = { namespace: 'team-a', name: 'bench' }
+
+export async function benchExporter(count = 10_000, layout: 'document' | 'perResource' = 'document'): Promise<boolean> {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'kollect-bench-exporter-'))
+  const pg = await startPostgres()
+  const nats = await startNats()
+  const nc = await connect({ servers: nats.url })
+  try {
+    const jsm = await jetstreamManager(nc)
+    const remote = await createBareRemote(root)
+    const sinks: ResolvedSink[] = [
+      { namespace: 'team-a', name: 'git', spec: { type: 'git', cluster: 'bench', git: { url: remote, branch: 'main', layout } } },
+      { namespace: 'team-a', name: 'pg', spec: { type: 'postgres', cluster: 'bench', secretRef: { name: 'pg' } } },
+      { namespace: 'team-a', name: 'nats', spec: { type: 'nats', cluster: 'bench', nats: { url: nats.url } } },
+    ]
+    const events: ExportEvent[] = []
+    const exporter = new Exporter({
+      cluster: 'bench',
+      createSink: createSinkFactory({ dataDir: path.join(root, 'data'), credentials: async () => ({ dsn: pg.dsn }), checkEndpoint: async () => null }),
+      observer: { onExport: (e) => { if (e.result === 'success') events.push(e) } },
+      backoff: { minMs: 50, maxMs: 1000, factor: 2 },
+    })
+    const composition: InventoryComposition = { inventory: INVENTORY, generation: 1, targets: [TARGET], sinks, debounceMs: 60_000, maxWaitMs: 120_000, suspend: false }
+    const report_ = (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items, failedKeys: [] })
+    const exportNow = () => timeMsAsync(async () => {
+      exporter.flush()
+      await exporter.idle()
+    })
+    const natsMessages = async () => (await jsm.streams.info('KOLLECT')).state.messages
+    const pgRowsFor = async (checksum: string) => Number((await pg.query('SELECT count(*) AS n FROM kollect_items WHERE snapshot_checksum = $1', [checksum]))[0]?.['n'])
+    const gitLines = async () => {
+      const out = await git(remote, 'diff', '--numstat', 'HEAD~1', 'HEAD')
+      return out.trim().split('\n').filter(Boolean).reduce((n, line) => n + Number(line.split('\t')[0]) + Number(line.split('\t')[1]), 0)
+    }
+    const perSink = (from: number) => Object.fromEntries(events.slice(from).map((e) => [e.sink.name, Math.round(e.durationMs)]))
+
+    // Initial export.
+    let items = makeItems(count)
+    await report_(items)
+    await exporter.applyInventory(composition)
+    const before = events.length
+    const initialMs = await exportNow()
+    const initial = exporter.inventoryState(INVENTORY)
+    const initialSinks = perSink(before)
+    const initialRows = await pgRowsFor(initial?.checksum ?? '')
+    const initialEvents = await natsMessages()
+    const initialGit = Number((await git(remote, 'rev-list', '--count', 'HEAD')).trim())
+
+    // One item changes.
+    items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
+    await report_(items)
+    const mid = events.length
+    const incrementalMs = await exportNow()
+    const after = exporter.inventoryState(INVENTORY)
+    const changeSinks = perSink(mid)
+    const changeRows = await pgRowsFor(after?.checksum ?? '')
+    const changeEvents = (await natsMessages()) - initialEvents
+    const changeGitLines = await gitLines()
+
+    // 1,000 updates in one debounce window: one export per sink.
+    const burstComposition = { ...composition, debounceMs: 300, maxWaitMs: 60_000 }
+    await exporter.applyInventory(burstComposition)
+    await exporter.idle()
+    const burstStart = events.length
+    for (let u = 0; u < 1000; u++) await report_(items.map((it, i) => (i === u ? bumpReplicas(it, 1000 + u) : it)))
+    await new Promise((r) => setTimeout(r, 600))
+    await exporter.idle()
+    const burst = events.slice(burstStart)
+    const perSinkBurst = ['git', 'pg', 'nats'].map((n) => burst.filter((e) => e.sink.name === n).length)
+
+    await exporter.close()
+    const ratio = incrementalMs / initialMs
+    // In the document layout the envelope's checksum line changes too (one - and one +).
+    const changedItemGitLines = layout === 'document' ? changeGitLines - 2 : changeGitLines
+    return report(`exporter: ${count}-item inventory to git (remote, ${layout} layout), postgres and nats`, [
+      ['initial export (all sinks, parallel)', `${initialMs.toFixed(0)} ms  ${JSON.stringify(initialSinks)}`],
+      ['  postgres rows written', initialRows],
+      ['  nats events published (items + marker)', initialEvents],
+      ['  git commits on the remote', initialGit],
+      ['1-item change export', `${incrementalMs.toFixed(0)} ms  ${JSON.stringify(changeSinks)}`],
+      ['  postgres rows written', changeRows],
+      ['  nats events published (changed + marker)', changeEvents],
+      ['  git diff lines of the changed item', changedItemGitLines],
+      ['ratio incremental / initial', ratio.toFixed(3)],
+      ['  per sink: git / postgres / nats', ['git', 'pg', 'nats'].map((n) => ((changeSinks[n] ?? 0) / (initialSinks[n] ?? 1)).toFixed(3)).join(' / ')],
+      ['1,000 updates in one debounce window: exports git/pg/nats', perSinkBurst.join('/')],
+    ], [
+      ['1 row, 1 event + marker, 1-item git diff', changeRows === 1 && changeEvents === 2 && changedItemGitLines === 2],
+      ['ratio <= 0.1', ratio <= 0.1],
+      ['one export per sink for a burst', perSinkBurst.every((n) => n === 1)],
+    ])
+  } finally {
+    await nc.close()
+    await nats.destroy()
+    await pg.destroy()
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const count = Number(process.env['BENCH_COUNT'] ?? 10_000)
+  const ok = [await benchExporter(count, 'document'), await benchExporter(count, 'perResource')].every(Boolean)
+  process.exitCode = ok ? 0 : 1
+}
