@@ -257,7 +257,14 @@ export class Exporter implements ExporterClient {
   }
 
   private markDirty(inv: InventoryRuntime): void {
-    if (this.closed || inv.finalizing || inv.composition.suspend) return
+    if (inv.composition.suspend) {
+      // A suspended inventory exports nothing, including a change already waiting for its debounce.
+      this.clock.clearTimeout(inv.timer)
+      inv.timer = null
+      inv.firstPendingAt = null
+      return
+    }
+    if (this.closed || inv.finalizing) return
     const now = this.clock.now()
     inv.lastChangeAt = now
     inv.firstPendingAt ??= now
@@ -274,6 +281,7 @@ export class Exporter implements ExporterClient {
   }
 
   private exportNow(inv: InventoryRuntime): void {
+    if (inv.composition.suspend || inv.finalizing) return
     if (this.missingTargets(inv.composition).length > 0) {
       // Completeness gate: the next report of a missing target marks the inventory dirty again.
       inv.firstPendingAt = null
@@ -395,7 +403,7 @@ export class Exporter implements ExporterClient {
         if (rt.confirmed) s.lastExportTime = new Date(rt.confirmed.at).toISOString().replace(/\.\d{3}Z$/, 'Z')
         return s
       })
-      .sort((a, b) => (refKey(a) < refKey(b) ? -1 : refKey(a) > refKey(b) ? 1 : 0))
+      .sort((a, b) => compareRefs(a, b))
     const times = sinks.map((s) => s.lastExportTime).filter((t): t is string => !!t).sort()
     const state: InventoryExportState = {
       complete: missing.length === 0,
@@ -412,6 +420,11 @@ export class Exporter implements ExporterClient {
   private log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {
     this.options.log?.(level, msg, fields)
   }
+}
+
+function compareRefs(a: ObjectRef, b: ObjectRef): number {
+  if (a.namespace !== b.namespace) return a.namespace < b.namespace ? -1 : 1
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
 }
 
 function poolKeyOf(resolved: ResolvedSink | null): string {

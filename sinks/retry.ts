@@ -16,7 +16,17 @@ export function retryUntilDone<T>(
   attempt: () => Promise<T>,
   options: { policy: BackoffPolicy; signal: AbortSignal; onFailedAttempt: (error: Error, attemptNumber: number) => void },
 ): Promise<T> {
-  return pRetry(attempt, {
+  // p-retry treats a TypeError (a sink bug, or a non-Error throw it wraps) as final before it
+  // asks shouldRetry; for a sink, giving up would strand the pending snapshot.
+  const guarded = async (): Promise<T> => {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (err instanceof Error && !(err instanceof TypeError)) throw err
+      throw new Error(err instanceof Error ? err.message : String(err), { cause: err })
+    }
+  }
+  return pRetry(guarded, {
     retries: Number.POSITIVE_INFINITY,
     factor: options.policy.factor,
     minTimeout: options.policy.minMs,
@@ -24,7 +34,6 @@ export function retryUntilDone<T>(
     randomize: true,
     signal: options.signal,
     onFailedAttempt: ({ error, attemptNumber }) => options.onFailedAttempt(error, attemptNumber),
-    // p-retry gives up on TypeError by default; for a sink any failure is worth another try.
     shouldRetry: () => !options.signal.aborted,
   })
 }

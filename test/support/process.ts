@@ -29,11 +29,11 @@ export interface ServerProcess {
 }
 
 /** Start a long-running server detached in its own process group, output appended to logFile. */
-export function startServerProcess(command: string, args: string[], logFile: string): ServerProcess {
+export function startServerProcess(command: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ServerProcess {
   const fd = openSync(logFile, 'a')
   let child: ChildProcess
   try {
-    child = spawn(command, args, { detached: true, stdio: ['ignore', fd, fd] })
+    child = spawn(command, args, { detached: true, stdio: ['ignore', fd, fd], env: env ?? process.env })
   } finally {
     closeSync(fd)
   }
