@@ -1,0 +1,215 @@
+// The whole pipeline with the real processes: the hooks server and the exporter sidecar run as
+// they do in a pod (two processes, loopback, bearer token), against PostgreSQL, nats-server with
+// JetStream and a bare git remote started here. Requests are shaped as Metacontroller sends them.
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import type { KubeObject } from '../api/types.js'
+import { exampleDeployments } from '../test/support/gen-examples.js'
+import { createBareRemote, git } from '../test/support/git.js'
+import { get, post } from '../test/support/hooks-server.js'
+import { ROOT, TYPES, controllerFor, customizeRequest, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
+import { startNats, type NatsServer } from '../test/support/nats.js'
+import { freePort } from '../test/support/ports.js'
+import { startPostgres, type PgServer } from '../test/support/postgres.js'
+import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from '../test/support/process.js'
+
+const TOKEN = 'e2e-token-0123456789'
+const auth = { Authorization: `Bearer ${TOKEN}` }
+
+let root: string
+let pg: PgServer
+let nats: NatsServer
+let nc: NatsConnection
+let jsm: JetStreamManager
+let remote: string
+let hooksUrl: string
+let exporterPort: number
+let hooks: ServerProcess
+let exporter: ServerProcess
+let env: NodeJS.ProcessEnv
+
+function sinkCr(name: string, spec: Record<string, unknown>): KubeObject {
+  return { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectSink', metadata: { name, namespace: 'team-a', uid: `sink-${name}`, generation: 1 }, spec }
+}
+
+let sinks: KubeObject[]
+const inventory = (): KubeObject => {
+  const inv = loadExampleCr('inventory.yaml')
+  inv['spec'] = { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: sinks.map((s) => ({ name: s.metadata?.name })), debounce: '300ms', maxWait: '5s' }
+  return inv
+}
+const inventorySync = (inv: KubeObject = inventory(), finalizing = false) =>
+  goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: sinks }), finalizing))
+
+function startExporter(): ServerProcess {
+  return startServerProcess(process.execPath, [path.join(ROOT, 'dist/server/main-exporter.js')], path.join(root, 'exporter.log'), env)
+}
+
+async function hook(route: string, body: string): Promise<Record<string, unknown>> {
+  const res = await post(hooksUrl + route, body, auth)
+  assert.equal(res.status, 200, `${route}: ${res.status} ${res.text}`)
+  return res.json() as Record<string, unknown>
+}
+
+interface InventoryStatus { itemCount: number; checksum: string; conditions: { type: string; status: string; reason: string }[]; sinks: { name: string; state: string; message: string }[] }
+
+async function waitSynced(checksum?: string): Promise<InventoryStatus> {
+  let last: InventoryStatus | undefined
+  await pollUntil('inventory Synced', async () => {
+    last = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
+    const synced = last.conditions.find((c) => c.type === 'Synced')?.status === 'True'
+    return synced && (checksum === undefined || last.checksum !== checksum)
+  }, { timeoutMs: 30_000, proc: exporter }).catch((err: Error) => {
+    throw new Error(`${err.message}\nlast status: ${JSON.stringify(last)}\n${exporter.logTail()}`)
+  })
+  return last as InventoryStatus
+}
+
+async function streamSubjects(): Promise<string[]> {
+  const info = await jsm.streams.info('KOLLECT').catch(() => null)
+  if (!info) return []
+  const out: string[] = []
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+    const m = await jsm.streams.getMessage('KOLLECT', { seq }).catch(() => null)
+    if (m) out.push(m.subject)
+  }
+  return out
+}
+
+const pgCount = async (sql: string) => Number((await pg.query(sql))[0]?.['n'])
+const exportCommits = async () => (await git(remote, 'log', '--format=%s', 'main')).trim().split('\n').filter((s) => s.startsWith('kollect: team-a/'))
+
+before(async () => {
+  root = mkdtempSync(path.join(os.tmpdir(), 'kollect-e2e-'))
+  pg = await startPostgres()
+  nats = await startNats()
+  nc = await connect({ servers: nats.url })
+  jsm = await jetstreamManager(nc)
+  remote = await createBareRemote(root)
+  sinks = [
+    sinkCr('history', { type: 'git', cluster: 'e2e', deletionPolicy: 'Retain', git: { url: remote, branch: 'main' } }),
+    sinkCr('portal-db', { type: 'postgres', cluster: 'e2e', deletionPolicy: 'Delete', secretRef: { name: 'pg-creds' } }),
+    sinkCr('events', { type: 'nats', cluster: 'e2e', deletionPolicy: 'Delete', nats: { url: nats.url } }),
+  ]
+  exporterPort = await freePort()
+  const hooksPort = await freePort()
+  hooksUrl = `http://127.0.0.1:${hooksPort}`
+  env = {
+    PATH: process.env['PATH'],
+    HOME: process.env['HOME'],
+    PORT: String(hooksPort),
+    HOST: '127.0.0.1',
+    KOLLECT_EXPORTER_PORT: String(exporterPort),
+    KOLLECT_EXPORTER_URL: `http://127.0.0.1:${exporterPort}`,
+    KOLLECT_HOOK_TOKEN: TOKEN,
+    KOLLECT_DATA_DIR: path.join(root, 'data'),
+    KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
+    KOLLECT_SECRET_PG_CREDS_DSN: pg.dsn,
+    KOLLECT_LOG_LEVEL: 'info',
+  }
+  exporter = startExporter()
+  hooks = startServerProcess(process.execPath, [path.join(ROOT, 'dist/server/main-hooks.js')], path.join(root, 'hooks.log'), env)
+  await pollUntil('hooks ready (exporter reachable)', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: hooks })
+})
+
+after(async () => {
+  for (const p of [hooks, exporter]) if (p) { p.signalGroup('SIGTERM'); await waitForExit(p, 5000) }
+  await nc?.close()
+  await nats?.destroy()
+  await pg?.destroy()
+  if (root) rmSync(root, { recursive: true, force: true })
+})
+
+test('profile, sinks, target and inventory: one export reaches git, PostgreSQL and NATS; one change is one change everywhere', async () => {
+  const profile = (await hook('/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {}))))['status'] as InventoryStatus
+  assert.equal(profile.conditions[0]?.status, 'True')
+  for (const s of sinks) {
+    const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), s, {}))))['status'] as InventoryStatus
+    assert.equal(st.conditions[0]?.status, 'True', `${s.metadata?.name}: ${JSON.stringify(st)}`)
+  }
+  const rules = (await hook('/hooks/targets/customize', goJson(customizeRequest(controllerFor('kollect-targets'), loadExampleCr('target-deployments.yaml')))))['relatedResources'] as { resource: string }[]
+  assert.deepEqual(rules.map((r) => r.resource), ['kollectscopes', 'kollectprofiles', 'deployments'])
+  const target = (await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments()))))['status'] as Record<string, unknown>
+  assert.equal(target['extractedCount'], 3)
+  await hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inventory())))
+
+  const first = await waitSynced()
+  assert.equal(first.itemCount, 3)
+  assert.deepEqual(first.sinks.map((s) => [s.name, s.state]), [['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Synced']])
+  assert.deepEqual(await exportCommits(), ['kollect: team-a/prod-inventory +3 ~0 -0 (3 items)'])
+  assert.match(await git(remote, 'log', '-1', '--format=%B', 'main'), new RegExp(`Kollect-Checksum: ${first.checksum}`))
+  assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE cluster = 'e2e' AND inventory_name = 'prod-inventory'`), 3)
+  const subjects = await streamSubjects()
+  assert.deepEqual(subjects.map((s) => s.split('.').pop()).sort(), ['added', 'added', 'added', 'snapshot'])
+  assert.ok(subjects.every((s) => s.startsWith('kollect.e2e.team-a.prod-inventory.')), subjects.join(' '))
+
+  // One Deployment's image changes: exactly one change in every sink.
+  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
+  const second = await waitSynced(first.checksum)
+  assert.equal(second.itemCount, 3)
+  assert.deepEqual((await exportCommits())[0], 'kollect: team-a/prod-inventory +0 ~1 -0 (3 items)')
+  const diff = await git(remote, 'diff', '-U0', 'main~1', 'main')
+  const changed = diff.split('\n').filter((l) => /^[-+]\s/.test(l))
+  assert.deepEqual(changed.filter((l) => !l.includes('"checksum"')), ['-          "registry.example.com/payments/cart:1.2.2",', '+          "registry.example.com/payments/cart:2.0.0",'])
+  assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE snapshot_checksum = '${second.checksum}'`), 1)
+  const after = await streamSubjects()
+  assert.deepEqual(after.slice(subjects.length).map((s) => s.split('.').pop()), ['changed', 'snapshot'])
+})
+
+test('an exporter restart before a target re-reports deletes nothing and writes nothing new', async () => {
+  const commits = await exportCommits()
+  const events = (await streamSubjects()).length
+  const snapshots = await pgCount('SELECT count(*) AS n FROM kollect_items_snapshots')
+  exporter.signalGroup('SIGTERM')
+  await waitForExit(exporter, 10_000)
+  exporter = startExporter()
+  await pollUntil('hooks ready again', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: exporter })
+
+  // The inventory arrives first (Metacontroller's resync order is arbitrary): the gate holds.
+  const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
+  assert.equal(waiting.conditions.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets')
+  await new Promise((r) => setTimeout(r, 1500)) // well past debounce (300ms)
+  assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE inventory_name = 'prod-inventory'`), 3)
+  assert.deepEqual(await exportCommits(), commits)
+  assert.equal((await streamSubjects()).length, events)
+
+  // The target re-reports the same objects: every sink already holds them.
+  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
+  const synced = await waitSynced()
+  assert.equal(synced.itemCount, 3)
+  assert.deepEqual(await exportCommits(), commits)
+  assert.equal((await streamSubjects()).length, events)
+  assert.equal(await pgCount('SELECT count(*) AS n FROM kollect_items_snapshots'), snapshots)
+})
+
+test('metrics show the hooks and exports with their labels', async () => {
+  const hooksMetrics = (await get(hooksUrl + '/metrics')).text
+  assert.match(hooksMetrics, /kollect_hook_duration_seconds_count\{kind="targets",hook="sync",code="200"\} [1-9]/)
+  assert.match(hooksMetrics, /kollect_items_extracted_total\{target="team-a\/prod-deploys"\} [1-9]/)
+  const exporterMetrics = (await get(`http://127.0.0.1:${exporterPort}/metrics`)).text
+  assert.match(exporterMetrics, /kollect_exports_total\{sink="team-a\/history",result="success"\} [1-9]/)
+  assert.match(exporterMetrics, /kollect_sink_last_success_age_seconds\{sink="team-a\/portal-db"\} \d/)
+  assert.match(exporterMetrics, /kollect_exports_pending 0/)
+  assert.equal((await post(`http://127.0.0.1:${exporterPort}/v1/inventories/apply`, '{}')).status, 401, 'the exporter API needs the token too')
+})
+
+test('deleting the inventory applies each deletionPolicy before finalize says done', async () => {
+  const before = await streamSubjects()
+  const inv = inventory()
+  inv.metadata = { ...inv.metadata, generation: 2, deletionTimestamp: '2026-11-02T10:00:00Z', finalizers: ['metacontroller.io/compositecontroller-kollect-inventories'] }
+  let finalized = false
+  await pollUntil('finalized', async () => {
+    finalized = (await hook('/hooks/inventories/finalize', inventorySync(inv, true)))['finalized'] === true
+    return finalized
+  }, { timeoutMs: 30_000, proc: exporter })
+  assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE inventory_name = 'prod-inventory'`), 0)
+  const tail = (await streamSubjects()).slice(before.length).map((s) => s.split('.').pop())
+  assert.deepEqual(tail.sort(), ['removed', 'removed', 'removed', 'snapshot'])
+  // Retain: the Git history keeps the last snapshot.
+  assert.match(await git(remote, 'ls-tree', '-r', '--name-only', 'main'), /inventory\/e2e\/team-a\/prod-inventory\.json/)
+})
