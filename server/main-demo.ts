@@ -1,0 +1,52 @@
+// npm run demo: Kollect's main job end to end on the embedded default, no cluster, no server.
+// It starts hooks + exporter in this process, sends the example hook requests exactly as
+// Metacontroller would, waits for the debounced export and prints the resulting Git history.
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { loadConfig } from './config.js'
+import { createPluralResolver } from './discovery.js'
+import { createExporter } from './exporter-wiring.js'
+import { buildHooksApp } from './hooks-app.js'
+import { createLogger } from './logger.js'
+import { createMetrics } from './metrics.js'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const config = loadConfig({ ...process.env, KOLLECT_LOG_LEVEL: process.env['KOLLECT_LOG_LEVEL'] ?? 'warn' }, { host: '127.0.0.1', port: 0, allowPrivateSinks: true })
+const logger = createLogger(config.logLevel, 'kollect-demo')
+const metrics = createMetrics()
+const exporter = createExporter(config, logger, metrics)
+const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(null) })
+
+async function send(route: string, example: string): Promise<Record<string, unknown>> {
+  const res = await app.inject({ method: 'POST', url: route, headers: { 'content-type': 'application/json' }, payload: readFileSync(path.join(root, 'examples', 'requests', `${example}.json`)) })
+  const body = res.json() as Record<string, unknown>
+  const status = body['status'] as Record<string, unknown> | undefined
+  console.log(`POST ${route} (${example}) → ${res.statusCode} ${status ? summary(status) : JSON.stringify(body).slice(0, 160)}`)
+  return body
+}
+
+function summary(status: Record<string, unknown>): string {
+  const pick = ['matchedCount', 'extractedCount', 'failedCount', 'itemCount', 'attributeCount'].filter((k) => k in status).map((k) => `${k}=${status[k]}`)
+  const conditions = (status['conditions'] as { type: string; status: string; reason: string }[] | undefined) ?? []
+  return [...pick, ...conditions.map((c) => `${c.type}=${c.status}(${c.reason})`)].join(' ')
+}
+
+await send('/hooks/profiles/sync', 'profile-sync')
+await send('/hooks/sinks/sync', 'sink-sync')
+await send('/hooks/targets/customize', 'target-customize')
+await send('/hooks/targets/sync', 'target-sync')
+await send('/hooks/inventories/sync', 'inventory-sync')
+exporter.flush()
+await exporter.idle()
+await send('/hooks/targets/sync', 'target-sync-changed')
+exporter.flush()
+await exporter.idle()
+await send('/hooks/inventories/sync', 'inventory-sync')
+
+const repo = path.join(config.dataDir, 'sinks', 'team-a', 'git-demo')
+console.log(`\nGit history of the inventory (${repo}):\n`)
+console.log(execFileSync('git', ['-C', repo, 'log', '--stat', '-p', '-2', '--format=commit %h%n%B'], { encoding: 'utf8' }))
+await app.close()
+await exporter.close()
