@@ -239,3 +239,12 @@ export function finalizeTarget(req: SyncRequest, removed: boolean): SyncResponse
   status['conditions'] = [condition('Ready', false, removed ? 'Finalized' : 'Finalizing', removed ? 'items removed from the exporter' : 'waiting for the exporter', generation)]
   return removed ? { status, children: [], finalized: true } : { status, children: [], finalized: false, resyncAfterSeconds: 5 }
 }
+
+/**
+ * Status for a sync the server had to stop (time or memory budget): Ready False with the
+ * reason; the exporter keeps the target's last items.
+ */
+export function abortedTargetSync(parent: KubeObject, reason: 'EvaluationTimeout' | 'ResourceLimit', message: string): SyncResponse {
+  const generation = parentGeneration(parent)
+  return targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', undefined, [condition('Ready', false, reason, message, generation)], generation)
+}

@@ -18,6 +18,12 @@ export interface Config {
   maxInflightBytes: number
   limits: ExpressionLimits
   secretCacheMs: number
+  /** Extraction worker threads; 0 means one per CPU. */
+  extractWorkers: number
+  /** Wall-clock budget of one target sync's extraction. */
+  syncTimeoutMs: number
+  /** Heap limit of one extraction worker. */
+  workerMemoryMb: number
 }
 
 type Env = Record<string, string | undefined>
@@ -61,6 +67,9 @@ export function loadConfig(env: Env = process.env, defaults: Partial<Config> = {
     maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 8),
     maxInflightBytes: int(env, 'KOLLECT_MAX_INFLIGHT_BYTES', 256 * 1024 * 1024),
     secretCacheMs: int(env, 'KOLLECT_SECRET_CACHE_MS', 30_000),
+    extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),
+    syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),
+    workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
     limits: {
       maxExpressionLength: int(env, 'KOLLECT_MAX_EXPRESSION_LENGTH', DEFAULT_LIMITS.maxExpressionLength),
       maxAttributes: int(env, 'KOLLECT_MAX_ATTRIBUTES', DEFAULT_LIMITS.maxAttributes),

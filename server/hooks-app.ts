@@ -6,7 +6,7 @@ import { composeInventory, customizeInventory, finalizeInventoryResponse, syncIn
 import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
 import { syncSink } from '../hooks/sink-sync.js'
-import { customizeTarget, finalizeTarget, syncTarget } from '../hooks/target.js'
+import { abortedTargetSync, customizeTarget, finalizeTarget } from '../hooks/target.js'
 import type { KollectTargetSpec } from '../api/types.js'
 import { bearerMatches } from './auth.js'
 import type { Config } from './config.js'
@@ -14,6 +14,8 @@ import type { PluralResolver } from './discovery.js'
 import { KollectError, errorBody } from './errors.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
+import { ExtractPool } from './extract-pool.js'
+import { customizeSchema, syncSchema } from './request-schemas.js'
 import { checkEndpoint } from './ssrf.js'
 
 export interface HooksDeps {
@@ -25,34 +27,6 @@ export interface HooksDeps {
   /** Extra readiness check (exporter reachable, leadership); healthz never calls it. */
   ready?: () => Promise<boolean>
 }
-
-// Request shapes as Metacontroller sends them (hook version v2). Only the envelope is checked
-// here; objects inside are data and are handled defensively by the hooks.
-const objectMap = { type: 'object', additionalProperties: { type: 'object' } }
-const parent = {
-  type: 'object',
-  required: ['metadata'],
-  properties: {
-    metadata: {
-      type: 'object',
-      required: ['name'],
-      properties: { name: { type: 'string', minLength: 1 }, namespace: { type: 'string' }, generation: { type: 'integer' }, uid: { type: 'string' } },
-    },
-    spec: { type: 'object' },
-  },
-}
-const syncSchema = {
-  type: 'object',
-  required: ['parent'],
-  properties: {
-    controller: { type: 'object' },
-    parent,
-    children: { type: 'object', additionalProperties: objectMap },
-    related: { type: 'object', additionalProperties: objectMap },
-    finalizing: { type: 'boolean' },
-  },
-}
-const customizeSchema = { type: 'object', required: ['parent'], properties: { controller: { type: 'object' }, parent } }
 
 type Handler = (body: unknown, request: FastifyRequest) => Promise<unknown>
 
@@ -108,8 +82,11 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     void reply.code(err.statusCode).send(errorBody(err))
   })
 
-  const route = (kind: string, hook: string, schema: object, handler: Handler) => {
-    app.post(`/hooks/${kind}/${hook}`, { bodyLimit: config.hookBodyLimit, schema: { body: schema } }, async (request: FastifyRequest, reply: FastifyReply) => {
+  const pool = new ExtractPool({ size: config.extractWorkers || undefined, timeoutMs: config.syncTimeoutMs, memoryMb: config.workerMemoryMb, limits: config.limits, resolvePlural: deps.resolvePlural })
+  app.addHook('onClose', async () => pool.close())
+
+  const route = (kind: string, hook: string, schema: object | null, handler: Handler, on: FastifyInstance = app) => {
+    on.post(`/hooks/${kind}/${hook}`, { bodyLimit: config.hookBodyLimit, ...(schema ? { schema: { body: schema } } : {}) }, async (request: FastifyRequest, reply: FastifyReply) => {
       const end = metrics.hookDuration.startTimer({ kind, hook })
       try {
         const result = await handler(request.body, request)
@@ -126,18 +103,28 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     const req = body as CustomizeRequest
     return customizeTarget(req, { plural: await deps.resolvePlural(parentSpec<KollectTargetSpec>(req.parent).resource), limits: config.limits })
   })
-  route('targets', 'sync', syncSchema, async (body) => {
-    const req = normaliseSync(body)
-    const plural = await deps.resolvePlural(parentSpec<KollectTargetSpec>(req.parent).resource)
-    const { response, report } = syncTarget(req, { plural, limits: config.limits })
-    if (report) {
-      await callExporter(() => exporter.reportTarget(report))
-      const target = refKey(report.target)
-      metrics.itemsExtracted.inc({ target }, report.items.length)
-    }
-    const failed = (response.status['failedCount'] as number | undefined) ?? 0
-    if (failed > 0) metrics.extractionErrors.inc({ target: refKey(parentRef(req.parent)) }, failed)
-    return response
+  // Target syncs carry the big bodies and the user expressions: the body is parsed, checked and
+  // extracted in a worker with a deadline, so this route sees the raw text only.
+  await app.register(async (raw) => {
+    raw.removeAllContentTypeParsers()
+    raw.addContentTypeParser('*', { parseAs: 'string' }, (_req, text, done) => done(null, text))
+    route('targets', 'sync', null, async (body) => {
+      const outcome = await pool.run(typeof body === 'string' ? body : '')
+      if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
+      if (outcome.kind === 'aborted') {
+        metrics.hookShed.inc({ reason: outcome.reason })
+        if (!outcome.parent) throw new KollectError('KOLLECT_ERR_HOOK_TIMEOUT')
+        return abortedTargetSync(outcome.parent, outcome.reason, outcome.message)
+      }
+      const { response, report } = outcome.result
+      if (report) {
+        await callExporter(() => exporter.reportTarget(report))
+        metrics.itemsExtracted.inc({ target: refKey(report.target) }, report.items.length)
+      }
+      const failed = (response.status['failedCount'] as number | undefined) ?? 0
+      if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)
+      return response
+    }, raw)
   })
   route('targets', 'finalize', syncSchema, async (body) => {
     const req = normaliseSync(body)

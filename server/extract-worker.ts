@@ -1,0 +1,50 @@
+// Runs target syncs off the main thread: parsing, selection and extraction of a large request
+// take CPU, and a hostile expression could take a lot of it. Here a stall costs one worker,
+// which the pool terminates at its deadline, while the main thread keeps serving.
+import { parentPort } from 'node:worker_threads'
+import sjson from 'secure-json-parse'
+import type { ExpressionLimits } from '../hooks/limits.js'
+import type { PluralResolution } from '../hooks/plural.js'
+import type { SyncRequest } from '../hooks/request.js'
+import { syncTarget } from '../hooks/target.js'
+import { syncValidator } from './request-schemas.js'
+
+export type ToWorker =
+  | { type: 'job'; id: number; body: string; limits: ExpressionLimits }
+  | { type: 'plural'; id: number; plural: PluralResolution }
+
+export type FromWorker =
+  | { type: 'parsed'; id: number; parent: { metadata?: unknown; spec?: unknown } }
+  | { type: 'bad'; id: number; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST'; message: string }
+  | { type: 'done'; id: number; result: ReturnType<typeof syncTarget> }
+
+const validate = syncValidator()
+const waiting = new Map<number, { request: SyncRequest; limits: ExpressionLimits }>()
+const port = parentPort
+if (!port) throw new Error('extract-worker runs as a worker thread')
+
+port.on('message', (msg: ToWorker) => {
+  if (msg.type === 'job') {
+    let body: unknown
+    try {
+      body = sjson.parse(msg.body, undefined, { protoAction: 'error', constructorAction: 'error' })
+    } catch (err) {
+      port.postMessage({ type: 'bad', id: msg.id, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: (err as Error).message } satisfies FromWorker)
+      return
+    }
+    const problem = body === null || typeof body !== 'object' || Array.isArray(body) ? 'body must be object' : validate(body)
+    if (problem) {
+      port.postMessage({ type: 'bad', id: msg.id, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message: problem } satisfies FromWorker)
+      return
+    }
+    const b = body as Partial<SyncRequest>
+    const request: SyncRequest = { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
+    waiting.set(msg.id, { request, limits: msg.limits })
+    port.postMessage({ type: 'parsed', id: msg.id, parent: { metadata: request.parent.metadata, spec: request.parent['spec'] } } satisfies FromWorker)
+    return
+  }
+  const job = waiting.get(msg.id)
+  if (!job) return
+  waiting.delete(msg.id)
+  port.postMessage({ type: 'done', id: msg.id, result: syncTarget(job.request, { plural: msg.plural, limits: job.limits }) } satisfies FromWorker)
+})
