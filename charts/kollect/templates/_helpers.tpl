@@ -1,0 +1,102 @@
+{{/* Chart name, overridable. */}}
+{{- define "kollect.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Resource name prefix: the release name when it already contains the chart name (release
+"kollect" → "kollect", Service "kollect-hooks"), else <release>-<chart>.
+*/}}
+{{- define "kollect.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kollect.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kollect.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kollect.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kollect.labels" -}}
+helm.sh/chart: {{ include "kollect.chart" . }}
+{{ include "kollect.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: kollect
+{{- end }}
+
+{{/* The hooks Service, which the CompositeControllers call. */}}
+{{- define "kollect.serviceName" -}}
+{{- printf "%s-hooks" (include "kollect.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kollect.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kollect.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the hook token (key `token`): existingSecret, else <fullname>-hook-token. */}}
+{{- define "kollect.hookTokenSecretName" -}}
+{{- if .Values.hookToken.existingSecret }}
+{{- .Values.hookToken.existingSecret }}
+{{- else }}
+{{- printf "%s-hook-token" (include "kollect.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "kollect.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Where both containers find the hook token file. */}}
+{{- define "kollect.hookTokenDir" -}}
+/var/run/secrets/kollect/hook-token
+{{- end }}
+
+{{/* Settings both containers share. */}}
+{{- define "kollect.commonEnv" -}}
+{{- if .Values.hookToken.enabled }}
+- name: KOLLECT_HOOK_TOKEN_FILE
+  value: {{ include "kollect.hookTokenDir" . }}/token
+{{- end }}
+{{- if .Values.cluster }}
+- name: KOLLECT_CLUSTER
+  value: {{ .Values.cluster | quote }}
+{{- end }}
+- name: KOLLECT_ALLOW_PRIVATE_SINKS
+  value: {{ .Values.allowPrivateSinks | quote }}
+- name: KOLLECT_LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+{{- range .Values.extraEnv }}
+{{- if hasKey . "value" }}
+{{- /* Quoted: `--set extraEnv[0].value=5000` would otherwise render a number. */}}
+- name: {{ .name }}
+  value: {{ .value | toString | quote }}
+{{- else }}
+- {{ toYaml . | nindent 2 | trim }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Container securityContext: no privilege, read-only root filesystem. */}}
+{{- define "kollect.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end }}

@@ -1,0 +1,320 @@
+// The Helm chart, rendered by a real helm: lint, default and tenant-mode RBAC, the
+// CompositeControllers (the same as compositecontrollers/*.yaml for release "kollect" in
+// kollect-system), the hook token wiring, the values schema, and the optional objects.
+//
+// helm: $HELM, else .cache/bin/helm, else scripts/install-helm.sh builds the pinned version
+// with the local Go toolchain (a minute or two the first time). No helm is a failure, not a skip.
+import { before, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { accessSync, constants, existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import {
+  all,
+  assertHardenedPod,
+  k8sObjects,
+  only,
+  parseDocs,
+  readRepoFile,
+  repoRoot,
+  writesResource,
+  type Binding,
+  type CompositeController,
+  type Deployment,
+  type K8sObject,
+  type NetworkPolicy,
+  type Role,
+  type Service,
+} from './k8s.js'
+
+const CHART = join(repoRoot, 'charts', 'kollect')
+const RELEASE = 'kollect'
+const NAMESPACE = 'kollect-system'
+// Pinned so that the result does not depend on which Kubernetes version a helm build assumes.
+const KUBE_VERSION = '1.31.0'
+const INSTALL_TIMEOUT_MS = 20 * 60_000
+
+let helm = ''
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+before(() => {
+  if (process.env.HELM) {
+    assert.ok(isExecutable(process.env.HELM), `HELM=${process.env.HELM} is not an executable`)
+    helm = process.env.HELM
+    return
+  }
+  const cached = join(repoRoot, '.cache', 'bin', 'helm')
+  if (!isExecutable(cached)) {
+    // Output to stderr: the test runner owns stdout.
+    const install = spawnSync('bash', [join(repoRoot, 'scripts', 'install-helm.sh')], { cwd: repoRoot, stdio: ['ignore', 2, 2], timeout: INSTALL_TIMEOUT_MS })
+    assert.equal(install.status, 0, `scripts/install-helm.sh failed (${install.error?.message ?? `exit ${install.status}`}); set HELM to a helm v3 binary`)
+  }
+  assert.ok(isExecutable(cached), `scripts/install-helm.sh left no executable at ${cached}`)
+  helm = cached
+}, { timeout: INSTALL_TIMEOUT_MS + 60_000 })
+
+interface Run {
+  status: number | null
+  stdout: string
+  stderr: string
+}
+
+function runHelm(args: string[]): Run {
+  const r = spawnSync(helm, args, { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, HELM_CACHE_HOME: join(repoRoot, '.cache', 'helm'), HELM_CONFIG_HOME: join(repoRoot, '.cache', 'helm-config') } })
+  if (r.error) throw r.error
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** `helm template` for release kollect in kollect-system; set: --set arguments. */
+function render(set: string[] = [], extra: string[] = []): K8sObject[] {
+  const r = runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...set.flatMap((s) => ['--set', s]), ...extra])
+  assert.equal(r.status, 0, `helm template ${set.join(' ')} failed:\n${r.stderr}`)
+  return k8sObjects(parseDocs(r.stdout, `helm template ${set.join(' ')}`))
+}
+
+function renderFails(set: string[]): string {
+  const r = runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...set.flatMap((s) => ['--set', s])])
+  assert.notEqual(r.status, 0, `helm template ${set.join(' ')} should fail`)
+  return r.stderr
+}
+
+const secretRules = (role: Role) => role.rules.filter((r) => (r.resources ?? []).includes('secrets'))
+
+test('helm lint passes, with default and with tenant values', () => {
+  for (const set of [[], ['tenantMode=true', 'watchNamespaces={team-a,team-b}', 'persistence.enabled=true', 'serviceMonitor.enabled=true']]) {
+    const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, ...set.flatMap((s) => ['--set', s])])
+    assert.equal(r.status, 0, `helm lint ${set.join(' ')}:\n${r.stdout}\n${r.stderr}`)
+  }
+})
+
+test('default values: the objects of one release', () => {
+  const objects = render()
+  const kinds = objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()
+  assert.deepEqual(kinds, [
+    'ClusterRole/kollect-admin',
+    'ClusterRole/kollect-discovery',
+    'ClusterRole/kollect-edit',
+    'ClusterRole/kollect-exporter',
+    'ClusterRole/kollect-view',
+    'ClusterRoleBinding/kollect-discovery',
+    'ClusterRoleBinding/kollect-exporter',
+    'CompositeController/kollect-inventories',
+    'CompositeController/kollect-profiles',
+    'CompositeController/kollect-sinks',
+    'CompositeController/kollect-targets',
+    'Deployment/kollect',
+    'NetworkPolicy/kollect-hooks',
+    'Secret/kollect-hook-token',
+    'Service/kollect-hooks',
+    'ServiceAccount/kollect',
+  ])
+  for (const o of objects) {
+    const clusterScoped = ['ClusterRole', 'ClusterRoleBinding', 'CompositeController'].includes(o.kind)
+    assert.equal(o.metadata.namespace, clusterScoped ? undefined : NAMESPACE, `${o.kind}/${o.metadata.name}`)
+    assert.equal(o.metadata.labels?.['app.kubernetes.io/instance'], RELEASE, `${o.kind}/${o.metadata.name} labels`)
+  }
+})
+
+test('default values: a hardened two-container pod with the token as a file', () => {
+  const objects = render()
+  const d = only<Deployment>(objects, 'Deployment', 'kollect')
+  assertHardenedPod(d, 'kollect-hook-token')
+  assert.equal(d.spec.template.spec.containers[0]?.image, 'kollect:0.1.0', 'tag defaults to appVersion')
+  const svc = only<Service>(objects, 'Service', 'kollect-hooks')
+  assert.deepEqual(svc.spec.ports.map((p) => [p.name, p.port, p.targetPort]), [['http', 8080, 'http']], 'the exporter is not exposed')
+  for (const [k, v] of Object.entries(svc.spec.selector)) assert.equal(d.spec.template.metadata.labels[k], v)
+  assert.ok(d.spec.template.spec.volumes.find((v) => v.name === 'data')?.emptyDir)
+})
+
+test('the pod matches the kustomize base (probes, args, security, mounts)', () => {
+  const chart = only<Deployment>(render(), 'Deployment', 'kollect')
+  const base = only<Deployment>(k8sObjects(parseDocs(readRepoFile('manifests/deployment.yaml'), 'manifests/deployment.yaml')), 'Deployment')
+  const shape = (d: Deployment) => ({
+    pod: { ...d.spec.template.spec, serviceAccountName: undefined, containers: undefined },
+    strategy: d.spec.strategy,
+    replicas: d.spec.replicas,
+    containers: d.spec.template.spec.containers.map((c) => ({ ...c, image: undefined, imagePullPolicy: undefined, env: undefined })),
+    env: d.spec.template.spec.containers.map((c) => (c.env ?? []).filter((e) => ['PORT', 'KOLLECT_EXPORTER_PORT', 'KOLLECT_HOOK_TOKEN_FILE'].includes(e.name))),
+  })
+  assert.deepEqual(shape(chart), shape(base))
+})
+
+test('the hook token: generated Secret by default, or an existing one, or off', () => {
+  const secret = only<K8sObject & { data: { token: string } }>(render(), 'Secret', 'kollect-hook-token')
+  assert.match(Buffer.from(secret.data.token, 'base64').toString('utf8'), /^[A-Za-z0-9]{48}$/)
+
+  const existing = render(['hookToken.existingSecret=my-token'])
+  assert.equal(all(existing, 'Secret').length, 0, 'no Secret rendered for an existing one')
+  assertHardenedPod(only<Deployment>(existing, 'Deployment'), 'my-token')
+  for (const cc of all<CompositeController>(existing, 'CompositeController')) {
+    for (const hook of Object.values(cc.spec.hooks)) assert.equal(hook.webhook.authorization?.secretRef.name, 'my-token')
+  }
+
+  const off = render(['hookToken.enabled=false'])
+  assert.equal(all(off, 'Secret').length, 0)
+  assertHardenedPod(only<Deployment>(off, 'Deployment'), null)
+  for (const cc of all<CompositeController>(off, 'CompositeController')) {
+    for (const hook of Object.values(cc.spec.hooks)) assert.equal(hook.webhook.authorization, undefined)
+  }
+
+  assert.match(renderFails(['hookToken.create=false']), /hookToken\.existingSecret/)
+})
+
+test('the CompositeControllers are compositecontrollers/*.yaml, pointed at the release', () => {
+  const files = readdirSync(join(repoRoot, 'compositecontrollers')).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+  const expected = files.flatMap((f) => all<CompositeController>(k8sObjects(parseDocs(readRepoFile(join('compositecontrollers', f)), f)), 'CompositeController'))
+  assert.equal(expected.length, 4)
+  const rendered = all<CompositeController>(render(), 'CompositeController')
+  const byName = (list: CompositeController[]) => Object.fromEntries(list.map((c) => [c.metadata.name, { apiVersion: c.apiVersion, spec: c.spec }]))
+  assert.deepEqual(byName(rendered), byName(expected))
+  for (const cc of rendered) {
+    for (const [name, hook] of Object.entries(cc.spec.hooks)) {
+      assert.deepEqual(hook.webhook.authorization?.secretRef, { name: 'kollect-hook-token', namespace: NAMESPACE, key: 'token' }, `${cc.metadata.name}.${name}`)
+    }
+  }
+
+  // Another release and namespace: the hooks follow the Service.
+  const r = runHelm(['template', 'inv', CHART, '--namespace', 'platform', '--kube-version', KUBE_VERSION, '--set', 'service.port=9090'])
+  assert.equal(r.status, 0, r.stderr)
+  const other = k8sObjects(parseDocs(r.stdout, 'release inv'))
+  const svc = only<Service>(other, 'Service')
+  assert.equal(svc.metadata.name, 'inv-kollect-hooks')
+  for (const cc of all<CompositeController>(other, 'CompositeController')) {
+    assert.match(cc.metadata.name, /^inv-kollect-/)
+    for (const hook of Object.values(cc.spec.hooks)) {
+      assert.deepEqual(hook.webhook.service, { name: 'inv-kollect-hooks', namespace: 'platform', port: 9090, protocol: 'http' })
+      assert.equal(hook.webhook.authorization?.secretRef.name, 'inv-kollect-hook-token')
+    }
+  }
+  assert.equal(all(render(['compositeControllers.enabled=false']), 'CompositeController').length, 0)
+})
+
+test('RBAC by default: Secrets through a ClusterRole and ClusterRoleBinding, discovery cluster-wide', () => {
+  const objects = render()
+  assert.equal(all(objects, 'Role').length + all(objects, 'RoleBinding').length, 0)
+  const exporter = only<Role>(objects, 'ClusterRole', 'kollect-exporter')
+  assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }])
+  const binding = only<Binding>(objects, 'ClusterRoleBinding', 'kollect-exporter')
+  assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'kollect-exporter' })
+  assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
+  assert.deepEqual(only<Role>(objects, 'ClusterRole', 'kollect-discovery').rules, [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*'], verbs: ['get'] }])
+})
+
+test('tenantMode: a Role and RoleBinding per watched namespace, no cluster-wide Secret access', () => {
+  const objects = render(['tenantMode=true', 'watchNamespaces={team-a,team-b}'])
+  for (const role of all<Role>(objects, 'ClusterRole')) assert.deepEqual(secretRules(role), [], `${role.metadata.name} grants no Secrets`)
+  assert.deepEqual(all<Binding>(objects, 'ClusterRoleBinding').map((b) => b.roleRef.name), ['kollect-discovery'])
+
+  const roles = all<Role>(objects, 'Role')
+  const bindings = all<Binding>(objects, 'RoleBinding')
+  assert.deepEqual(roles.map((r) => r.metadata.namespace).sort(), ['team-a', 'team-b'])
+  assert.deepEqual(bindings.map((b) => b.metadata.namespace).sort(), ['team-a', 'team-b'])
+  for (const role of roles) assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }])
+  for (const b of bindings) {
+    const role = roles.find((r) => r.metadata.namespace === b.metadata.namespace)
+    assert.deepEqual(b.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role?.metadata.name })
+    assert.deepEqual(b.subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
+  }
+  assert.match(renderFails(['tenantMode=true']), /watchNamespaces/)
+})
+
+test('aggregated roles: edit never writes KollectScopes; admin aggregates only on request', () => {
+  const objects = render()
+  const edit = only<Role>(objects, 'ClusterRole', 'kollect-edit')
+  const admin = only<Role>(objects, 'ClusterRole', 'kollect-admin')
+  assert.equal(only<Role>(objects, 'ClusterRole', 'kollect-view').metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'true')
+  assert.equal(edit.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'], 'true')
+  assert.equal(writesResource(edit, 'kollectscopes'), false)
+  for (const plural of ['kollectprofiles', 'kollecttargets', 'kollectsinks', 'kollectinventories']) assert.ok(writesResource(edit, plural), plural)
+  assert.ok(writesResource(admin, 'kollectscopes'))
+  assert.equal(admin.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-admin'], undefined)
+  const opted = only<Role>(render(['rbac.aggregateScopesToAdmin=true']), 'ClusterRole', 'kollect-admin')
+  assert.equal(opted.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-admin'], 'true')
+  // The same roles as the kustomize base.
+  const baseRoles = k8sObjects(parseDocs(readRepoFile('manifests/aggregated-roles.yaml'), 'aggregated-roles'))
+  for (const name of ['kollect-view', 'kollect-edit', 'kollect-admin']) {
+    assert.deepEqual(only<Role>(objects, 'ClusterRole', name).rules, only<Role>(baseRoles, 'ClusterRole', name).rules, name)
+  }
+})
+
+test('the NetworkPolicy admits the metacontroller namespace only, and can be turned off', () => {
+  const objects = render()
+  const np = only<NetworkPolicy>(objects, 'NetworkPolicy')
+  const d = only<Deployment>(objects, 'Deployment')
+  for (const [k, v] of Object.entries(np.spec.podSelector.matchLabels ?? {})) assert.equal(d.spec.template.metadata.labels[k], v)
+  assert.deepEqual(np.spec.ingress, [{
+    from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'metacontroller' } } }],
+    ports: [{ protocol: 'TCP', port: 8080 }],
+  }])
+  assert.equal(all(render(['networkPolicy.enabled=false']), 'NetworkPolicy').length, 0)
+  const moved = only<NetworkPolicy>(render(['networkPolicy.metacontrollerNamespace=mc']), 'NetworkPolicy')
+  assert.deepEqual(moved.spec.ingress?.[0]?.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mc' } } }])
+})
+
+test('values.schema.json rejects wrong types, unknown keys and a second replica', () => {
+  assert.match(renderFails(['replicaCount=abc']), /replicaCount/)
+  assert.match(renderFails(['replicaCount=2']), /replicaCount/)
+  assert.match(renderFails(['noSuchValue=1']), /noSuchValue/)
+  assert.match(renderFails(['image.pullPolicy=Sometimes']), /pullPolicy/)
+  assert.match(renderFails(['hookToken.unknown=true']), /unknown/)
+  assert.match(renderFails(['tenantMode=yes']), /tenantMode/)
+})
+
+test('kubeVersion: Kubernetes 1.30 or later', () => {
+  const r = runHelm(['template', RELEASE, CHART, '--kube-version', '1.29.0'])
+  assert.notEqual(r.status, 0)
+  assert.match(r.stderr, /kubeVersion/)
+})
+
+test('serviceMonitor.enabled renders a ServiceMonitor for the hooks /metrics', () => {
+  assert.equal(all(render(), 'ServiceMonitor').length, 0)
+  const objects = render(['serviceMonitor.enabled=true', 'serviceMonitor.labels.release=prom'])
+  const sm = only<K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string; path: string }[] } }>(objects, 'ServiceMonitor')
+  assert.equal(sm.apiVersion, 'monitoring.coreos.com/v1')
+  assert.equal(sm.metadata.labels?.release, 'prom')
+  const svc = only<Service>(objects, 'Service')
+  for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) assert.equal(svc.metadata.labels?.[k], v, `the ServiceMonitor selects the hooks Service by ${k}`)
+  assert.deepEqual(sm.spec.endpoints.map((e) => [e.port, e.path]), [['http', '/metrics']])
+})
+
+test('persistence.enabled puts /data on a PersistentVolumeClaim', () => {
+  const objects = render(['persistence.enabled=true', 'persistence.size=20Gi', 'persistence.storageClass=fast'])
+  const pvc = only<K8sObject & { spec: { resources: { requests: { storage: string } }; storageClassName: string; accessModes: string[] } }>(objects, 'PersistentVolumeClaim')
+  assert.equal(pvc.spec.resources.requests.storage, '20Gi')
+  assert.equal(pvc.spec.storageClassName, 'fast')
+  assert.deepEqual(pvc.spec.accessModes, ['ReadWriteOnce'])
+  const d = only<Deployment>(objects, 'Deployment')
+  assert.equal(d.spec.template.spec.volumes.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName, pvc.metadata.name)
+  assert.equal(d.spec.strategy.type, 'Recreate', 'a ReadWriteOnce volume cannot be attached to two pods')
+})
+
+test('settings reach both containers: cluster, allowPrivateSinks, extraEnv, image', () => {
+  const d = only<Deployment>(render(['cluster=lab-west', 'allowPrivateSinks=true', 'extraEnv[0].name=KOLLECT_SECRET_CACHE_MS', 'extraEnv[0].value=5000', 'extraEnv[1].name=PG_DSN', 'extraEnv[1].valueFrom.secretKeyRef.name=pg', 'extraEnv[1].valueFrom.secretKeyRef.key=dsn', 'image.repository=registry.example/kollect', 'image.tag=1.2.3', 'image.pullPolicy=Never']), 'Deployment')
+  for (const c of d.spec.template.spec.containers) {
+    const env = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value]))
+    assert.equal(env.KOLLECT_CLUSTER, 'lab-west', c.name)
+    assert.equal(env.KOLLECT_ALLOW_PRIVATE_SINKS, 'true', c.name)
+    assert.equal(env.KOLLECT_SECRET_CACHE_MS, '5000', `${c.name}: an env value is always a string`)
+    assert.deepEqual(c.env?.find((e) => e.name === 'PG_DSN'), { name: 'PG_DSN', valueFrom: { secretKeyRef: { name: 'pg', key: 'dsn' } } })
+    assert.equal(c.image, 'registry.example/kollect:1.2.3')
+    assert.equal(c.imagePullPolicy, 'Never')
+  }
+})
+
+test('--include-crds: the chart installs the five CRDs of manifests/crds', () => {
+  const crds = all(render([], ['--include-crds']), 'CustomResourceDefinition')
+  const expected = readdirSync(join(repoRoot, 'manifests', 'crds'))
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+    .flatMap((f) => k8sObjects(parseDocs(readRepoFile(join('manifests', 'crds', f)), f)))
+  const byName = (list: K8sObject[]) => Object.fromEntries(list.map((c) => [c.metadata.name, c]))
+  assert.deepEqual(byName(crds), byName(expected))
+  assert.ok(existsSync(join(CHART, 'crds')))
+})
