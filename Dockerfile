@@ -38,6 +38,8 @@ COPY --from=build /app/dist/api ./dist/api
 COPY --from=build /app/dist/hooks ./dist/hooks
 COPY --from=build /app/dist/server ./dist/server
 COPY --from=build /app/dist/sinks ./dist/sinks
+# kollect validate / preview, for kubectl exec and CI images.
+COPY --from=build /app/dist/cli ./dist/cli
 # api/crd-schemas.ts reads the CRDs at runtime: it searches upward from dist/api/ for
 # manifests/crds and finds /app/manifests/crds (KOLLECT_CRD_DIR would override the search).
 COPY manifests/crds ./manifests/crds

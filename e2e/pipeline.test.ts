@@ -196,6 +196,9 @@ test('metrics show the hooks and exports with their labels', async () => {
   assert.match(exporterMetrics, /kollect_sink_last_success_age_seconds\{sink="team-a\/portal-db"\} \d/)
   assert.match(exporterMetrics, /kollect_exports_pending 0/)
   assert.equal((await post(`http://127.0.0.1:${exporterPort}/v1/inventories/apply`, '{}')).status, 401, 'the exporter API needs the token too')
+  // The exporter is on loopback only; the hooks' /metrics (what Prometheus scrapes) carries its metrics too.
+  assert.match(hooksMetrics, /kollect_exports_total\{sink="team-a\/history",result="success"\} [1-9]/)
+  assert.match(hooksMetrics, /kollect_exporter_process_resident_memory_bytes \d/)
 })
 
 test('deleting the inventory applies each deletionPolicy before finalize says done', async () => {

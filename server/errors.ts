@@ -1,5 +1,5 @@
 // Every error the HTTP surface returns, in one place: a code, an HTTP status and a message
-// template. docs/errors.md is checked against this catalogue by a test.
+// template. docs/operations.md lists them all; test/cli/docs.test.ts keeps the two in step.
 export const ERRORS = {
   KOLLECT_ERR_HOOK_BAD_JSON: { status: 400, message: 'request body is not valid JSON: %s' },
   KOLLECT_ERR_HOOK_BAD_REQUEST: { status: 400, message: 'request does not match the hook contract: %s' },

@@ -35,7 +35,7 @@ export async function buildExporterApp(deps: { exporter: ExporterClient; token: 
 }
 
 /** The hooks container's side of the seam. */
-export function httpExporterClient(baseUrl: string, token: string, timeoutMs = 8000): ExporterClient & { ping(): Promise<boolean> } {
+export function httpExporterClient(baseUrl: string, token: string, timeoutMs = 8000): ExporterClient & { ping(): Promise<boolean>; metrics(): Promise<string> } {
   const call = async <T>(route: string, body: unknown): Promise<T> => {
     const res = await fetch(baseUrl + route, {
       method: 'POST',
@@ -53,5 +53,9 @@ export function httpExporterClient(baseUrl: string, token: string, timeoutMs = 8
     applyInventory: (c) => call(EXPORTER_ROUTES.applyInventory, c),
     finalizeInventory: (c) => call(EXPORTER_ROUTES.finalizeInventory, c),
     ping: async () => (await fetch(baseUrl + '/healthz', { signal: AbortSignal.timeout(2000) })).ok,
+    metrics: async () => {
+      const res = await fetch(baseUrl + '/metrics', { signal: AbortSignal.timeout(2000) })
+      return res.ok ? res.text() : ''
+    },
   }
 }

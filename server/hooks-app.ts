@@ -26,6 +26,8 @@ export interface HooksDeps {
   resolvePlural: PluralResolver
   /** Extra readiness check (exporter reachable, leadership); healthz never calls it. */
   ready?: () => Promise<boolean>
+  /** More exposition text for /metrics: the exporter sidecar's, which listens on loopback only. */
+  moreMetrics?: () => Promise<string>
 }
 
 type Handler = (body: unknown, request: FastifyRequest) => Promise<unknown>
@@ -156,7 +158,11 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     const ok = deps.ready ? await deps.ready().catch(() => false) : true
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not ready' })
   })
-  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()))
+  app.get('/metrics', async (_request, reply) => {
+    const own = await metrics.registry.metrics()
+    const more = deps.moreMetrics ? await deps.moreMetrics().catch(() => '') : ''
+    return reply.type(metrics.registry.contentType).send(more ? `${own}\n${more}` : own)
+  })
   return app
 }
 

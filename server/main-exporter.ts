@@ -9,7 +9,7 @@ import { createMetrics } from './metrics.js'
 const config = loadConfig()
 const logger = createLogger(config.logLevel, 'kollect-exporter')
 guardProcess(logger)
-const metrics = createMetrics()
+const metrics = createMetrics('exporter')
 const exporter = createExporter(config, logger, metrics)
 const app = await buildExporterApp({ exporter, token: config.hookToken, bodyLimit: config.hookBodyLimit, logger, metrics })
 await app.listen({ port: config.exporterPort, host: '127.0.0.1' })

@@ -11,37 +11,47 @@ export interface Metrics {
   exporterObserver: ExporterObserver
 }
 
-export function createMetrics(): Metrics {
+export type MetricsRole = 'all' | 'hooks' | 'exporter'
+
+/**
+ * One registry per process. In a pod the hooks container serves its own metrics plus the
+ * exporter's (which listens on loopback only), so each side registers only its own families,
+ * and the exporter's process metrics are kollect_exporter_process_*.
+ */
+export function createMetrics(role: MetricsRole = 'all'): Metrics {
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry, prefix: 'kollect_process_' })
+  const hooks = new Registry()
+  const exporter = new Registry()
+  collectDefaultMetrics({ register: registry, prefix: role === 'exporter' ? 'kollect_exporter_' : 'kollect_' })
   const hookDuration = new Histogram({
     name: 'kollect_hook_duration_seconds',
     help: 'Time to answer a Metacontroller hook, by parent kind, hook and HTTP status.',
     labelNames: ['kind', 'hook', 'code'] as const,
     buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
+    registers: [hooks],
   })
-  const itemsExtracted = new Counter({ name: 'kollect_items_extracted_total', help: 'Items extracted by target syncs, by target (namespace/name).', labelNames: ['target'] as const, registers: [registry] })
-  const extractionErrors = new Counter({ name: 'kollect_extraction_errors_total', help: 'Objects whose extraction had errors, by target (namespace/name).', labelNames: ['target'] as const, registers: [registry] })
-  const hookShed = new Counter({ name: 'kollect_hook_shed_total', help: 'Hook requests answered 429 to shed load, by reason.', labelNames: ['reason'] as const, registers: [registry] })
-  const exports = new Counter({ name: 'kollect_exports_total', help: 'Sink write attempts, by sink (namespace/name) and result (success|failure).', labelNames: ['sink', 'result'] as const, registers: [registry] })
-  const exportDuration = new Histogram({ name: 'kollect_export_duration_seconds', help: 'Time of successful sink writes, by sink.', labelNames: ['sink'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], registers: [registry] })
-  const pending = new Gauge({ name: 'kollect_exports_pending', help: 'Sink snapshots waiting to be written (debounced, in flight or retrying).', registers: [registry] })
+  const itemsExtracted = new Counter({ name: 'kollect_items_extracted_total', help: 'Items extracted by target syncs, by target (namespace/name).', labelNames: ['target'] as const, registers: [hooks] })
+  const extractionErrors = new Counter({ name: 'kollect_extraction_errors_total', help: 'Objects whose extraction had errors, by target (namespace/name).', labelNames: ['target'] as const, registers: [hooks] })
+  const hookShed = new Counter({ name: 'kollect_hook_shed_total', help: 'Hook requests answered 429 to shed load, by reason.', labelNames: ['reason'] as const, registers: [hooks] })
+  const exports = new Counter({ name: 'kollect_exports_total', help: 'Sink write attempts, by sink (namespace/name) and result (success|failure).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
+  const exportDuration = new Histogram({ name: 'kollect_export_duration_seconds', help: 'Time of successful sink writes, by sink.', labelNames: ['sink'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], registers: [exporter] })
+  const pending = new Gauge({ name: 'kollect_exports_pending', help: 'Sink snapshots waiting to be written (debounced, in flight or retrying).', registers: [exporter] })
   const lastSuccess = new Map<string, number>()
   new Gauge({
     name: 'kollect_sink_last_success_age_seconds',
     help: 'Seconds since each sink last confirmed a write.',
     labelNames: ['sink'] as const,
-    registers: [registry],
+    registers: [exporter],
     collect() {
       this.reset()
       const now = Date.now()
       for (const [sink, at] of lastSuccess) this.set({ sink }, (now - at) / 1000)
     },
   })
+  const merged = Registry.merge([registry, ...(role === 'exporter' ? [] : [hooks]), ...(role === 'hooks' ? [] : [exporter])])
   const sinkLabel = (s: { namespace: string; name: string }) => (s.namespace ? `${s.namespace}/${s.name}` : s.name)
   return {
-    registry,
+    registry: merged,
     hookDuration,
     itemsExtracted,
     extractionErrors,

@@ -1,0 +1,66 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { crdReferencePath, renderCrdReference } from '../../cli/crd-docs.js'
+import { ERRORS } from '../../server/errors.js'
+import { createMetrics } from '../../server/metrics.js'
+import { ROOT } from '../support/metacontroller.js'
+
+// The docs that are generated or that name things the code defines stay in step with it.
+
+const operations = readFileSync(path.join(ROOT, 'docs', 'operations.md'), 'utf8')
+const operationLines = operations.split('\n')
+
+test('docs/crd-reference.md is what cli/gen-crd-docs.ts renders from the CRDs (run npm run docs)', () => {
+  const checkedIn = readFileSync(crdReferencePath(), 'utf8')
+  assert.equal(checkedIn, renderCrdReference(), 'docs/crd-reference.md is out of date: run `npm run docs` and commit the result')
+})
+
+test('every HTTP error code has a row in docs/operations.md, with its status', () => {
+  for (const [code, { status }] of Object.entries(ERRORS)) {
+    const line = operationLines.find((l) => l.startsWith(`| \`${code}\` |`))
+    assert.ok(line, `${code} has no row in the HTTP error table of docs/operations.md`)
+    assert.ok(line.includes(`| ${status} |`), `docs/operations.md gives ${code} without its status ${status}: ${line}`)
+  }
+})
+
+test('every kollect_* metric has a row in docs/operations.md, with its labels', async () => {
+  const { registry } = createMetrics()
+  const metrics = registry.getMetricsAsArray() as unknown as { name: string; labelNames?: string[] }[]
+  const processFamily = /^kollect_(exporter_)?(process|nodejs)_/
+  const own = metrics.filter((m) => m.name.startsWith('kollect_') && !processFamily.test(m.name))
+  assert.ok(own.length > 0)
+  for (const m of own) {
+    const line = operationLines.find((l) => l.startsWith(`| \`${m.name}\` |`))
+    assert.ok(line, `metric ${m.name} has no row in the metrics table of docs/operations.md`)
+    for (const label of m.labelNames ?? []) assert.ok(line.includes(`\`${label}\``), `docs/operations.md gives ${m.name} without its label ${label}`)
+  }
+  // The Node.js process metrics are documented as a family.
+  assert.ok(metrics.some((m) => m.name.startsWith('kollect_process_')))
+  assert.ok(operations.includes('`kollect_process_'), 'the kollect_process_* family is not documented')
+})
+
+test('every condition reason the hooks set is in docs/operations.md', () => {
+  // Reasons are the CamelCase literals on the lines that build conditions or problems.
+  const types = new Set(['Ready', 'Synced', 'Degraded', 'True', 'False', 'Unknown'])
+  const reasons = new Set<string>()
+  const dir = path.join(ROOT, 'hooks')
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+    for (const line of readFileSync(path.join(dir, file), 'utf8').split('\n')) {
+      if (!/condition\(|fail\(|reason:/.test(line)) continue
+      for (const m of line.matchAll(/'([A-Z][A-Za-z]+)'/g)) if (!types.has(m[1] as string)) reasons.add(m[1] as string)
+    }
+  }
+  assert.ok(reasons.has('Extracted') && reasons.has('SinkFailing'), `the reason scan found too little: ${[...reasons].join(', ')}`)
+  for (const reason of reasons) assert.ok(operations.includes(`\`${reason}\``), `condition reason ${reason} is not documented in docs/operations.md`)
+})
+
+test('every setting server/config.ts reads has a row in docs/operations.md', () => {
+  const source = readFileSync(path.join(ROOT, 'server', 'config.ts'), 'utf8')
+  const names = new Set([...source.matchAll(/'([A-Z][A-Z0-9_]{2,})'/g)].map((m) => m[1] as string))
+  assert.ok(names.has('PORT') && names.has('KOLLECT_HOOK_BODY_LIMIT'), `the settings scan found too little: ${[...names].join(', ')}`)
+  for (const name of names) {
+    assert.ok(operationLines.some((l) => l.startsWith(`| \`${name}\` |`)), `setting ${name} has no row in the settings table of docs/operations.md`)
+  }
+})
