@@ -121,12 +121,9 @@ export class Exporter implements ExporterClient {
   }
 
   async applyInventory(composition: InventoryComposition): Promise<InventoryExportState> {
-    const key = refKey(composition.inventory)
-    let inv = this.inventories.get(key)
+    let inv = this.inventories.get(refKey(composition.inventory))
     if (!inv) {
-      inv = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, finalizing: null, finalized: false }
-      this.inventories.set(key, inv)
-      this.reconcileSinks(inv)
+      inv = this.addInventory(composition)
       this.markDirty(inv)
     } else if (canonicalJson(inv.composition) !== canonicalJson(composition)) {
       inv.composition = composition
@@ -138,12 +135,8 @@ export class Exporter implements ExporterClient {
 
   async finalizeInventory(composition: InventoryComposition): Promise<FinalizeResult> {
     const key = refKey(composition.inventory)
-    let inv = this.inventories.get(key)
-    if (!inv) {
-      inv = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, finalizing: null, finalized: false }
-      this.inventories.set(key, inv)
-      this.reconcileSinks(inv)
-    }
+    // An inventory deleted right after a restart was never applied here: its sinks come from the request.
+    const inv = this.inventories.get(key) ?? this.addInventory(composition)
     if (inv.finalized) {
       const state = this.state(inv)
       this.dropInventory(key, inv)
@@ -153,9 +146,9 @@ export class Exporter implements ExporterClient {
       this.clock.clearTimeout(inv.timer)
       inv.timer = null
       inv.finalizing = this.runFinalize(inv).then(
-        () => { (inv as InventoryRuntime).finalized = true },
+        () => { inv.finalized = true },
         (err: Error) => {
-          (inv as InventoryRuntime).finalizing = null
+          inv.finalizing = null
           this.log('warn', 'finalize failed; will retry on the next finalize call', { inventory: key, error: err.message })
         },
       )
@@ -213,6 +206,13 @@ export class Exporter implements ExporterClient {
   }
 
   // ---- internals ----
+
+  private addInventory(composition: InventoryComposition): InventoryRuntime {
+    const inv: InventoryRuntime = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, finalizing: null, finalized: false }
+    this.inventories.set(refKey(composition.inventory), inv)
+    this.reconcileSinks(inv)
+    return inv
+  }
 
   private sinkRefs(c: InventoryComposition): { ref: ObjectRef; resolved: ResolvedSink | null }[] {
     if (c.sinks.length === 0) return [{ ref: DEFAULT_SINK, resolved: null }]
