@@ -39,7 +39,8 @@ export function sortKeys(value: unknown): unknown {
     const out: Record<string, unknown> = {}
     for (const key of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[key]
-      if (v !== undefined) out[key] = sortKeys(v)
+      // defineProperty: a "__proto__" key is data and must survive into the document.
+      if (v !== undefined) Object.defineProperty(out, key, { value: sortKeys(v), enumerable: true, writable: true, configurable: true })
     }
     return out
   }

@@ -192,6 +192,8 @@ export interface InventoryComposition {
   generation: number
   targets: ObjectRef[]
   sinks: ResolvedSink[]
+  /** The inventory names no sinks: export to the embedded default. False when it names sinks that were all refused or missing. */
+  useDefaultSink?: boolean
   debounceMs: number
   maxWaitMs: number
   suspend: boolean

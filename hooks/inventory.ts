@@ -111,6 +111,7 @@ export function composeInventory(req: SyncRequest): Composed {
       generation: parentGeneration(req.parent),
       targets,
       sinks,
+      useDefaultSink: !Array.isArray(spec.sinkRefs) || spec.sinkRefs.length === 0,
       debounceMs,
       maxWaitMs,
       suspend: spec.suspend === true,

@@ -27,6 +27,7 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
       if (!PATH_PLACEHOLDERS.has(m[1] as string)) problems.push(`spec.${spec.type}.path: unknown placeholder {${m[1]}}`)
     }
     if (template.startsWith('/') || template.split(/[\\/]/).includes('..')) problems.push(`spec.${spec.type}.path: must be relative and must not contain ".."`)
+    if (template.includes('\0')) problems.push(`spec.${spec.type}.path: must not contain NUL`)
   }
   if (spec.type === 'postgres' && !spec.secretRef) problems.push('spec.secretRef: a postgres sink reads its DSN from a Secret')
   const url = spec.type === 'git' ? spec.git?.url : spec.type === 'nats' ? spec.nats?.url : undefined

@@ -40,7 +40,8 @@ export function customizeTarget(req: CustomizeRequest, ctx: TargetContext): Cust
     rules.push({ apiVersion: API_VERSION, resource: 'kollectprofiles', namespace, names: [spec.profileRef.name] })
   }
   const res = spec.resource
-  if (spec.suspend === true || !ctx.plural.plural || typeof res?.version !== 'string' || typeof res?.kind !== 'string') {
+  // An invalid spec selects nothing: Metacontroller decodes rules strictly, and sync reports the problem.
+  if (spec.suspend === true || !ctx.plural.plural || !validateSpec('KollectTarget', spec).valid) {
     return { relatedResources: rules }
   }
   const base = { apiVersion: apiVersionOf(res.group, res.version), resource: ctx.plural.plural, labelSelector: plainSelector(spec.labelSelector) }

@@ -2,8 +2,11 @@ import type { AttributeType, JsonValue } from '../api/types.js'
 
 export class CoercionError extends Error {}
 
+/** Deeper values are refused: nobody reads them, and they break structured clone and YAML. */
+export const MAX_VALUE_DEPTH = 64
+
 /** CEL and JSONPath results as plain JSON: bigint → number, Date → RFC 3339, bytes → base64. */
-export function toJson(value: unknown): JsonValue {
+export function toJson(value: unknown, depth = 0): JsonValue {
   if (value === null || value === undefined) return null
   switch (typeof value) {
     case 'string':
@@ -16,6 +19,7 @@ export function toJson(value: unknown): JsonValue {
       if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) return value.toString()
       return Number(value)
     case 'object':
+      if (depth >= MAX_VALUE_DEPTH) throw new CoercionError(`value nests deeper than ${MAX_VALUE_DEPTH} levels`)
       break
     default:
       throw new CoercionError(`value of type ${typeof value} cannot be exported`)
@@ -24,7 +28,7 @@ export function toJson(value: unknown): JsonValue {
   if (Array.isArray(value)) {
     let out: JsonValue[] | null = null
     for (let i = 0; i < value.length; i++) {
-      const v = toJson(value[i])
+      const v = toJson(value[i], depth + 1)
       if (v !== value[i]) (out ??= value.slice())[i] = v
     }
     return out ?? (value as JsonValue[])
@@ -33,19 +37,19 @@ export function toJson(value: unknown): JsonValue {
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
   if (value instanceof Map) {
     const out: Record<string, JsonValue> = {}
-    for (const [k, v] of value) setOwn(out, String(k), toJson(v))
+    for (const [k, v] of value) setOwn(out, String(k), toJson(v, depth + 1))
     return out
   }
   const proto = Object.getPrototypeOf(value)
   if (proto !== Object.prototype && proto !== null) {
     const v = value as { valueOf?: () => unknown }
     const prim = typeof v.valueOf === 'function' ? v.valueOf() : value
-    if (prim !== value) return toJson(prim)
+    if (prim !== value) return toJson(prim, depth)
   }
   const obj = value as Record<string, unknown>
   let out: Record<string, JsonValue> | null = null
   for (const k of Object.keys(obj)) {
-    const v = toJson(obj[k])
+    const v = toJson(obj[k], depth + 1)
     if (v === obj[k]) continue
     if (!out) {
       out = {}

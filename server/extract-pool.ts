@@ -64,6 +64,9 @@ export class ExtractPool {
     const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: this.options.memoryMb } })
     const slot: Slot = { worker, job: null }
     worker.on('message', (msg: FromWorker) => void this.onMessage(slot, msg))
+    // A result that cannot be deserialised here (nesting deeper than structured clone allows)
+    // would otherwise be dropped silently and the job would wait out its deadline.
+    worker.on('messageerror', () => this.fail(slot, 'ResourceLimit', 'the extraction result could not be transferred (nested too deeply)'))
     // An out-of-memory worker emits 'error' and then exits; either way its job ends here.
     worker.on('error', (err) => this.fail(slot, 'ResourceLimit', `extraction stopped: ${err.message}`))
     worker.on('exit', () => this.fail(slot, 'ResourceLimit', 'extraction worker exited'))

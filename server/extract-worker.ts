@@ -7,6 +7,7 @@ import type { ExpressionLimits } from '../hooks/limits.js'
 import type { PluralResolution } from '../hooks/plural.js'
 import type { SyncRequest } from '../hooks/request.js'
 import { syncTarget } from '../hooks/target.js'
+import { jsonErrorSummary } from './json-errors.js'
 import { syncValidator } from './request-schemas.js'
 
 export type ToWorker =
@@ -19,6 +20,17 @@ export type FromWorker =
   | { type: 'done'; id: number; result: ReturnType<typeof syncTarget> }
 
 const validate = syncValidator()
+
+/** Only what the main thread needs (plural lookup, a status on timeout): small and flat, so it always transfers. */
+function parentSummary(parent: SyncRequest['parent']): { metadata: Record<string, unknown>; spec: Record<string, unknown> } {
+  const m = parent.metadata ?? {}
+  const r = (parent['spec'] as { resource?: Record<string, unknown> } | undefined)?.resource
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+  return {
+    metadata: { name: str(m.name), namespace: str(m.namespace), uid: str(m.uid), generation: typeof m.generation === 'number' ? m.generation : undefined },
+    spec: r && typeof r === 'object' ? { resource: { group: str(r['group']), version: str(r['version']), kind: str(r['kind']), plural: str(r['plural']) } } : {},
+  }
+}
 const waiting = new Map<number, { request: SyncRequest; limits: ExpressionLimits }>()
 const port = parentPort
 if (!port) throw new Error('extract-worker runs as a worker thread')
@@ -29,7 +41,7 @@ port.on('message', (msg: ToWorker) => {
     try {
       body = sjson.parse(msg.body, undefined, { protoAction: 'error', constructorAction: 'error' })
     } catch (err) {
-      port.postMessage({ type: 'bad', id: msg.id, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: (err as Error).message } satisfies FromWorker)
+      port.postMessage({ type: 'bad', id: msg.id, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: jsonErrorSummary((err as Error).message) } satisfies FromWorker)
       return
     }
     const problem = body === null || typeof body !== 'object' || Array.isArray(body) ? 'body must be object' : validate(body)
@@ -40,7 +52,7 @@ port.on('message', (msg: ToWorker) => {
     const b = body as Partial<SyncRequest>
     const request: SyncRequest = { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
     waiting.set(msg.id, { request, limits: msg.limits })
-    port.postMessage({ type: 'parsed', id: msg.id, parent: { metadata: request.parent.metadata, spec: request.parent['spec'] } } satisfies FromWorker)
+    port.postMessage({ type: 'parsed', id: msg.id, parent: parentSummary(request.parent) } satisfies FromWorker)
     return
   }
   const job = waiting.get(msg.id)

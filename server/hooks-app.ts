@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import sjson from 'secure-json-parse'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { refKey } from '../api/canonical.js'
 import type { ExporterClient, InventoryComposition } from '../api/types.js'
@@ -15,6 +16,7 @@ import { KollectError, errorBody } from './errors.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { ExtractPool } from './extract-pool.js'
+import { jsonErrorSummary } from './json-errors.js'
 import { customizeSchema, syncSchema } from './request-schemas.js'
 import { checkEndpoint } from './ssrf.js'
 
@@ -46,16 +48,26 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   })
   app.server.headersTimeout = 10_000
 
-  // Metacontroller sends application/json; curl -d sends form encoding. Both are parsed as JSON,
-  // with the secure parser that refuses __proto__ and constructor keys.
-  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  // Metacontroller sends application/json; curl -d sends form encoding. Every content type is
+  // parsed as JSON, with the secure parser that refuses __proto__ and constructor keys.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
+    try {
+      done(null, sjson.parse(text as string, undefined, { protoAction: 'error', constructorAction: 'error' }))
+    } catch (err) {
+      done(new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', jsonErrorSummary((err as Error).message)), undefined)
+    }
+  })
 
   let inflight = 0
   let inflightBytes = 0
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/hooks/')) return
+  // Attached to each hook route (not matched on the raw URL, which the router decodes first):
+  // the bearer check, then the in-flight bounds. A body without Content-Length (chunked) counts
+  // as the largest body allowed.
+  const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!bearerMatches(request.headers.authorization, config.hookToken)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
-    const bytes = Number(request.headers['content-length'] ?? 0) || 0
+    const declared = request.headers['content-length']
+    const bytes = declared === undefined ? config.hookBodyLimit : Number(declared) || 0
     if (inflight >= config.maxInflightRequests || (inflight > 0 && inflightBytes + bytes > config.maxInflightBytes)) {
       metrics.hookShed.inc({ reason: inflight >= config.maxInflightRequests ? 'requests' : 'bytes' })
       reply.header('Retry-After', '1')
@@ -70,7 +82,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
       inflight--
       inflightBytes -= bytes
     })
-  })
+  }
 
   app.setNotFoundHandler((request, reply) => {
     const err = new KollectError('KOLLECT_ERR_HOOK_NOT_FOUND', `${request.method} ${request.url.split('?')[0]}`)
@@ -88,7 +100,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => pool.close())
 
   const route = (kind: string, hook: string, schema: object | null, handler: Handler, on: FastifyInstance = app) => {
-    on.post(`/hooks/${kind}/${hook}`, { bodyLimit: config.hookBodyLimit, ...(schema ? { schema: { body: schema } } : {}) }, async (request: FastifyRequest, reply: FastifyReply) => {
+    on.post(`/hooks/${kind}/${hook}`, { bodyLimit: config.hookBodyLimit, onRequest: guard, ...(schema ? { schema: { body: schema } } : {}) }, async (request: FastifyRequest, reply: FastifyReply) => {
       const end = metrics.hookDuration.startTimer({ kind, hook })
       try {
         const result = await handler(request.body, request)
@@ -187,12 +199,13 @@ function toKollectError(error: Error & { code?: string; statusCode?: number; val
       return new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(bodyLimit))
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', error.message)
+      return new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', jsonErrorSummary(error.message))
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new KollectError('KOLLECT_ERR_HOOK_BAD_CONTENT_TYPE')
   }
   if (error.validation) return new KollectError('KOLLECT_ERR_HOOK_BAD_REQUEST', error.message)
-  if (error instanceof SyntaxError || error.statusCode === 400) return new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', error.message)
+  if (error instanceof SyntaxError || error.statusCode === 400) return new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', jsonErrorSummary(error.message))
   if (error.statusCode === 413) return new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(bodyLimit))
   return new KollectError('KOLLECT_ERR_INTERNAL')
 }
+

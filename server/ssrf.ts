@@ -17,15 +17,31 @@ export function blockedAddress(ip: string): string | null {
     return null
   }
   if (v === 6) {
-    const x = ip.toLowerCase()
-    if (x === '::1' || x === '::') return 'a loopback address'
-    if (/^fe[89ab]/.test(x)) return 'a link-local address'
-    if (x.startsWith('fd00:ec2::254')) return 'a metadata address'
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(x)
-    if (mapped) return blockedAddress(mapped[1] as string)
+    const g = ipv6Groups(ip)
+    if (g.every((x) => x === 0) || (g.slice(0, 7).every((x) => x === 0) && g[7] === 1)) return 'a loopback address'
+    if (((g[0] as number) & 0xffc0) === 0xfe80) return 'a link-local address'
+    if (g[0] === 0xfd00 && g[1] === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && g[7] === 0x254) return 'a metadata address'
+    // IPv4 inside IPv6: mapped (::ffff:a.b.c.d, also written ::ffff:7f00:1), compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d).
+    const embedded = (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) || (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0))
+    if (embedded) return blockedAddress(`${(g[6] as number) >> 8}.${(g[6] as number) & 255}.${(g[7] as number) >> 8}.${(g[7] as number) & 255}`)
     return null
   }
   return null
+}
+
+/** The eight 16-bit groups of an IPv6 address (net.isIP has accepted it). */
+function ipv6Groups(ip: string): number[] {
+  let text = ip.toLowerCase().split('%')[0] as string
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text)
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number]
+    text = text.slice(0, dotted.index) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const [head, tail] = text.includes('::') ? text.split('::') as [string, string] : [text, undefined]
+  const h = head ? head.split(':') : []
+  const t = tail ? tail.split(':') : []
+  const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t]
+  return groups.map((x) => parseInt(x, 16))
 }
 
 export function hostOf(url: string): string | null {
@@ -45,7 +61,8 @@ export function checkEndpoint(url: string, allowPrivate: boolean): string | null
   if (/^file:/i.test(url) || url.startsWith('/')) return 'local paths are not allowed as sink endpoints'
   const host = hostOf(url)
   if (!host) return 'the endpoint URL cannot be parsed'
-  const h = host.toLowerCase()
+  // "localhost." is the same name as "localhost" (the root label).
+  const h = host.toLowerCase().replace(/\.+$/, '')
   if (BLOCKED_NAMES.has(h) || h.endsWith('.localhost')) return `host ${host} is not allowed (private sinks are disabled)`
   const why = blockedAddress(h)
   return why ? `host ${host} is ${why} (private sinks are disabled)` : null

@@ -14,7 +14,8 @@ function percentEncode(ch: string): string {
  * never share a file.
  */
 export function escapePathSegment(name: string): string {
-  if (name === '') return '%00empty'
+  // A lone "%" is never the escape of a non-empty name (a literal "%" becomes "%25").
+  if (name === '') return '%'
   let out = ''
   for (const ch of name) out += SAFE_SEGMENT.test(ch) ? ch : percentEncode(ch)
   if (out === '.' || out === '..') return out.replace(/\./g, '%2E')
@@ -23,7 +24,7 @@ export function escapePathSegment(name: string): string {
 
 /** NATS subject token: no '.', '*', '>', whitespace or '%' survive unencoded. */
 export function escapeSubjectToken(name: string): string {
-  if (name === '') return '_'
+  if (name === '') return '%'
   let out = ''
   for (const ch of name) out += /^[A-Za-z0-9_-]$/.test(ch) ? ch : percentEncode(ch)
   return out

@@ -215,7 +215,7 @@ export class Exporter implements ExporterClient {
   }
 
   private sinkRefs(c: InventoryComposition): { ref: ObjectRef; resolved: ResolvedSink | null }[] {
-    if (c.sinks.length === 0) return [{ ref: DEFAULT_SINK, resolved: null }]
+    if (c.sinks.length === 0) return c.useDefaultSink === false ? [] : [{ ref: DEFAULT_SINK, resolved: null }]
     return c.sinks.map((s) => ({ ref: { namespace: s.namespace, name: s.name }, resolved: s }))
   }
 

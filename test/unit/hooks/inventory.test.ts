@@ -85,7 +85,7 @@ describe('customizeInventory', () => {
 
 // ---- compose ----
 
-function composed(over: { targets?: string[]; sinks?: { namespace: string; name: string; spec: KollectSinkSpec }[]; debounceMs?: number; maxWaitMs?: number; suspend?: boolean }, problems: { reason: string; message: string }[] = []): Composed {
+function composed(over: { targets?: string[]; sinks?: { namespace: string; name: string; spec: KollectSinkSpec }[]; useDefaultSink?: boolean; debounceMs?: number; maxWaitMs?: number; suspend?: boolean }, problems: { reason: string; message: string }[] = []): Composed {
   return {
     ok: true,
     problems,
@@ -94,6 +94,7 @@ function composed(over: { targets?: string[]; sinks?: { namespace: string; name:
       generation: 1,
       targets: (over.targets ?? ['prod-deploys']).map((name) => ({ namespace: 'team-a', name })),
       sinks: over.sinks ?? [{ namespace: 'team-a', name: 'git-demo', spec: GIT_SPEC }],
+      useDefaultSink: over.useDefaultSink ?? false,
       debounceMs: over.debounceMs ?? 2000,
       maxWaitMs: over.maxWaitMs ?? 30_000,
       suspend: over.suspend ?? false,
@@ -163,6 +164,16 @@ describe('composeInventory', () => {
           targets: [{ ...PROD_DEPLOYS, metadata: { name: 'zz-deploys', namespace: 'team-a' } }, PROD_DEPLOYS, { ...PROD_DEPLOYS, metadata: { name: 'other', namespace: 'team-b' } }],
         }),
       want: composed({ targets: ['prod-deploys', 'zz-deploys'] }),
+    },
+    {
+      reason: 'sinks that are all refused leave no sink at all, never the embedded default',
+      req: () => request(inventory({ sinkRefs: [{ name: 'shared-pg', namespace: 'platform' }] })),
+      want: composed({ sinks: [] }, [{ reason: 'ScopeSinkDenied', message: 'sinks not allowed by the scope of namespace team-a: platform/shared-pg' }]),
+    },
+    {
+      reason: 'an inventory that names no sinks exports to the embedded default',
+      req: () => request(inventory({ sinkRefs: undefined })),
+      want: composed({ sinks: [], useDefaultSink: true }),
     },
     {
       reason: 'an invalid spec is not composed at all',

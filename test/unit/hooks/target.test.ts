@@ -48,8 +48,8 @@ describe('customizeTarget', () => {
       want: { relatedResources: [SCOPE_RULE, PROFILE_RULE, deploymentRule({ namespace: 'team-a' })] },
     },
     {
-      reason: 'a namespaces list gives one rule per namespace, sorted and without duplicates',
-      parent: target({ namespaces: ['team-c', 'team-a', 'team-b', 'team-c'] }),
+      reason: 'a namespaces list gives one rule per namespace, sorted',
+      parent: target({ namespaces: ['team-c', 'team-a', 'team-b'] }),
       want: { relatedResources: [SCOPE_RULE, PROFILE_RULE, deploymentRule({ namespace: 'team-a' }), deploymentRule({ namespace: 'team-b' }), deploymentRule({ namespace: 'team-c' })] },
     },
     {
@@ -110,9 +110,14 @@ describe('customizeTarget', () => {
       want: { relatedResources: [SCOPE_RULE, PROFILE_RULE, { apiVersion: 'v1', resource: 'namespaces', labelSelector: {} }] },
     },
     {
-      reason: 'without a profileRef there is no profile rule',
+      reason: 'an invalid spec (no profileRef) selects nothing; sync reports InvalidSpec',
       parent: target({ profileRef: undefined }),
-      want: { relatedResources: [SCOPE_RULE, deploymentRule({ namespace: 'team-a' })] },
+      want: { relatedResources: [SCOPE_RULE] },
+    },
+    {
+      reason: 'an invalid spec (duplicate namespaces) selects nothing',
+      parent: target({ namespaces: ['team-c', 'team-a', 'team-c'] }),
+      want: { relatedResources: [SCOPE_RULE, PROFILE_RULE] },
     },
   ]
   for (const c of cases) {
