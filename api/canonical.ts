@@ -56,11 +56,12 @@ export function itemKey(item: Pick<Item, 'target' | 'uid'>): string {
   return `${item.target.namespace}/${item.target.name}/${item.uid}`
 }
 
-// Items are immutable once extracted and the exporter keeps unchanged ones by reference, so a
-// hash computed for one export serves every later export and every sink.
+// Items are immutable once extracted. The exporter keeps an unchanged item's object from one
+// report to the next (see seedItemHash), so a hash computed once serves every later export and
+// every sink.
 const hashes = new WeakMap<Item, string>()
 
-/** Hash of everything an item carries; sinks compare it to decide "changed". */
+/** SHA-256 of the item's canonical JSON; sinks compare it to decide "changed". */
 export function itemHash(item: Item): string {
   let h = hashes.get(item)
   if (h === undefined) {
@@ -68,6 +69,11 @@ export function itemHash(item: Item): string {
     hashes.set(item, h)
   }
   return h
+}
+
+/** Record a hash computed elsewhere (the hooks computed it while extracting). */
+export function seedItemHash(item: Item, hash: string): void {
+  hashes.set(item, hash)
 }
 
 const IDENTITY_FIELDS = ['group', 'version', 'kind', 'namespace', 'name', 'uid'] as const
@@ -81,11 +87,14 @@ export function compareItems(a: Item, b: Item): number {
   return 0
 }
 
-/** SHA-256 of canonicalJson(sortedItems), hashed item by item so no giant string is built. */
+/**
+ * The snapshot checksum: SHA-256 over the items' own hashes (itemHash), one per line, in item
+ * order. Built from per-item hashes, a 1-item change costs one item's hashing, not ten thousand.
+ */
 export function itemsChecksum(sortedItems: readonly Item[]): string {
-  const hash = createHash('sha256').update('[')
-  for (let i = 0; i < sortedItems.length; i++) hash.update((i ? ',' : '') + canonicalJson(sortedItems[i]))
-  return hash.update(']').digest('hex')
+  const hash = createHash('sha256')
+  for (let i = 0; i < sortedItems.length; i++) hash.update((i ? '\n' : '') + itemHash(sortedItems[i] as Item))
+  return hash.digest('hex')
 }
 
 export function buildSnapshot(inventory: ObjectRef, cluster: string, items: readonly Item[]): Snapshot {

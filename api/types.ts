@@ -180,6 +180,8 @@ export interface TargetReport {
   items: Item[]
   /** Keys (see itemKey) of selected objects whose extraction failed: the exporter keeps their last good item. */
   failedKeys: string[]
+  /** itemHash of each item, in order, as the hooks computed it; spares the exporter the work. */
+  itemHashes?: string[]
 }
 
 export interface ResolvedSink extends ObjectRef {

@@ -14,7 +14,7 @@ import { createBareRemote, git } from '../test/support/git.js'
 import { bumpReplicas, makeItems, TARGET } from '../test/support/items.js'
 import { startNats } from '../test/support/nats.js'
 import { startPostgres } from '../test/support/postgres.js'
-import { itemsChecksum, compareItems } from '../api/canonical.js'
+import { compareItems, itemHash, itemsChecksum } from '../api/canonical.js'
 import { report, timeMsAsync } from './stats.js'
 
 const INVENTORY = { namespace: 'team-a', name: 'bench' }
@@ -40,7 +40,9 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
       backoff: { minMs: 50, maxMs: 1000, factor: 2 },
     })
     const composition: InventoryComposition = { inventory: INVENTORY, generation: 1, targets: [TARGET], sinks, debounceMs: 60_000, maxWaitMs: 120_000, suspend: false }
-    const report_ = (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items, failedKeys: [] })
+    // As on the real path: every report brings fresh objects (they crossed a thread or a socket),
+    // with the hashes the hooks computed while extracting.
+    const report_ = (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) })
     const exportNow = () => timeMsAsync(async () => {
       exporter.flush()
       await exporter.idle()

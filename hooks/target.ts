@@ -1,4 +1,4 @@
-import { compareItems, itemKey, itemsChecksum } from '../api/canonical.js'
+import { compareItems, itemHash, itemKey, itemsChecksum } from '../api/canonical.js'
 import { validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectScopeSpec, type KollectTargetSpec,
@@ -182,7 +182,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   }
   return {
     response: targetResponse(counts, checksum, resourceStatus, conditions, generation),
-    report: { target: ref, generation, checksum, items, failedKeys: failedKeys.sort() },
+    report: { target: ref, generation, checksum, items, failedKeys: failedKeys.sort(), itemHashes: items.map(itemHash) },
   }
 }
 

@@ -23,7 +23,7 @@ export type PoolOutcome =
 
 interface Job {
   id: number
-  body: string
+  body: Buffer | null
   resolve(outcome: PoolOutcome): void
   parent: KubeObject | null
   timer?: NodeJS.Timeout
@@ -35,6 +35,12 @@ interface Slot {
 }
 
 const WORKER_URL = new URL('./extract-worker.js', import.meta.url)
+
+/** Bytes that own their whole ArrayBuffer, so it can be transferred (small Buffers share a pool). */
+function ownBytes(buf: Buffer): Uint8Array {
+  if (buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength) return new Uint8Array(buf.buffer, 0, buf.byteLength)
+  return new Uint8Array(buf)
+}
 
 /** A fixed set of extraction workers with a deadline per job; a stalled or exhausted worker is replaced. */
 export class ExtractPool {
@@ -48,7 +54,8 @@ export class ExtractPool {
     for (let i = 0; i < size; i++) this.slots.push(this.spawn())
   }
 
-  run(body: string): Promise<PoolOutcome> {
+  /** The body is handed over to the worker (its memory is transferred, not copied). */
+  run(body: Buffer): Promise<PoolOutcome> {
     return new Promise((resolve) => {
       this.queue.push({ id: this.nextId++, body, resolve, parent: null })
       this.pump()
@@ -82,8 +89,9 @@ export class ExtractPool {
       job.timer = setTimeout(() => {
         this.fail(slot, 'EvaluationTimeout', `extraction did not finish within ${this.options.timeoutMs} ms; simplify the profile or split the target`)
       }, this.options.timeoutMs)
-      slot.worker.postMessage({ type: 'job', id: job.id, body: job.body, limits: this.options.limits } satisfies ToWorker)
-      job.body = '' // the worker has its copy; don't hold 64 MiB twice
+      const body = ownBytes(job.body as Buffer)
+      job.body = null
+      slot.worker.postMessage({ type: 'job', id: job.id, body, limits: this.options.limits } satisfies ToWorker, [body.buffer as ArrayBuffer])
     }
   }
 
@@ -97,7 +105,7 @@ export class ExtractPool {
       if (slot.job === job) slot.worker.postMessage({ type: 'plural', id: job.id, plural } satisfies ToWorker)
       return
     }
-    this.finish(slot, msg.type === 'done' ? { kind: 'done', result: msg.result } : { kind: 'bad', code: msg.code, message: msg.message })
+    this.finish(slot, msg.type === 'done' ? { kind: 'done', result: JSON.parse(msg.result) as TargetSyncResult } : { kind: 'bad', code: msg.code, message: msg.message })
   }
 
   private finish(slot: Slot, outcome: PoolOutcome): void {

@@ -121,9 +121,9 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   // extracted in a worker with a deadline, so this route sees the raw text only.
   await app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
-    raw.addContentTypeParser('*', { parseAs: 'string' }, (_req, text, done) => done(null, text))
+    raw.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, bytes, done) => done(null, bytes))
     route('targets', 'sync', null, async (body) => {
-      const outcome = await pool.run(typeof body === 'string' ? body : '')
+      const outcome = await pool.run(Buffer.isBuffer(body) ? body : Buffer.alloc(0))
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
       if (outcome.kind === 'aborted') {
         metrics.hookShed.inc({ reason: outcome.reason })

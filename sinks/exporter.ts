@@ -1,4 +1,4 @@
-import { buildSnapshot, canonicalJson, itemKey, refKey, sha256 } from '../api/canonical.js'
+import { buildSnapshot, canonicalJson, itemHash, itemKey, refKey, seedItemHash, sha256 } from '../api/canonical.js'
 import type {
   ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ResolvedSink,
   SinkExportState, Snapshot, TargetReport,
@@ -100,7 +100,17 @@ export class Exporter implements ExporterClient {
     const key = refKey(report.target)
     const previous = this.targets.get(key)
     const items = new Map<string, Item>()
-    for (const item of report.items) items.set(itemKey(item), item)
+    report.items.forEach((item, i) => {
+      const k = itemKey(item)
+      const hash = report.itemHashes?.[i] ?? itemHash(item)
+      const old = previous?.items.get(k)
+      // Keep the old object when nothing changed: its hash and rendered text are cached by identity.
+      if (old && itemHash(old) === hash) items.set(k, old)
+      else {
+        seedItemHash(item, hash)
+        items.set(k, item)
+      }
+    })
     // An object whose extraction failed keeps its last good item instead of vanishing downstream.
     for (const failed of report.failedKeys ?? []) {
       const old = previous?.items.get(failed)
