@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { itemKey, itemsChecksum } from '../../../api/canonical.js'
+import { itemHash, itemKey, itemsChecksum } from '../../../api/canonical.js'
 import { validateStatus } from '../../../api/crd-schemas.js'
 import type { Condition, Item, KollectTargetSpec, KubeObject } from '../../../api/types.js'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
@@ -171,7 +171,7 @@ function synced(counts: Counts, items: Item[], conditions: Condition[], failedKe
       status: { observedGeneration: 1, lastError: '', ...counts, checksum, conditions, resource: RESOURCE },
       children: [],
     },
-    report: { target: TARGET_REF, generation: 1, checksum, items, failedKeys },
+    report: { target: TARGET_REF, generation: 1, checksum, items, failedKeys, itemHashes: items.map(itemHash) },
   }
 }
 
