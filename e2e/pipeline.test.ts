@@ -216,3 +216,16 @@ test('deleting the inventory applies each deletionPolicy before finalize says do
   // Retain: the Git history keeps the last snapshot.
   assert.match(await git(remote, 'ls-tree', '-r', '--name-only', 'main'), /inventory\/e2e\/team-a\/prod-inventory\.json/)
 })
+
+test('the logs of both processes carry request ids and no credentials', async () => {
+  const { readFileSync } = await import('node:fs')
+  for (const file of ['hooks.log', 'exporter.log']) {
+    const text = readFileSync(path.join(root, file), 'utf8')
+    assert.ok(text.length > 0, `${file} is empty`)
+    assert.ok(!text.includes(TOKEN), `${file} contains the hook token`)
+    assert.ok(!text.includes(pg.password), `${file} contains the PostgreSQL password`)
+    assert.ok(!text.includes(Buffer.from(TOKEN).toString('base64')), `${file} contains the token in base64`)
+    for (const line of text.trim().split('\n')) JSON.parse(line) // pino: one JSON object per line
+  }
+  assert.match(readFileSync(path.join(root, 'hooks.log'), 'utf8'), /"reqId":"[^"]+"/)
+})
