@@ -1,6 +1,6 @@
 import v8 from 'node:v8'
 import { Environment } from '@marcbachmann/cel-js'
-import { LRUCache } from 'lru-cache'
+import { compileCache } from './compile-cache.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
 
 // cel-js implements matches() with the process-wide RegExp. These V8 flags make every regex
@@ -34,16 +34,11 @@ interface AstNode {
   start?: number
 }
 
-const cache = new LRUCache<string, CelCompiled>({ max: 5000 })
+const cached = compileCache<CelCompiled>()
 
 /** Compile once per expression text; the result (or the error) is cached. */
 export function compileCel(expression: string, limits: ExpressionLimits = DEFAULT_LIMITS): CelCompiled {
-  const key = `${limits.maxExpressionLength}:${limits.maxMacroDepth}:${expression}`
-  const hit = cache.get(key)
-  if (hit) return hit
-  const compiled = compileUncached(expression, limits)
-  cache.set(key, compiled)
-  return compiled
+  return cached(`${limits.maxExpressionLength}:${limits.maxMacroDepth}:${expression}`, () => compileUncached(expression, limits))
 }
 
 function compileUncached(expression: string, limits: ExpressionLimits): CelCompiled {

@@ -1,6 +1,6 @@
 import { JSONPath } from 'jsonpath-plus'
-import { LRUCache } from 'lru-cache'
 import type { CompileError } from './cel.js'
+import { compileCache } from './compile-cache.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
 
 export const MISSING: unique symbol = Symbol('missing')
@@ -9,7 +9,7 @@ export type JsonPathProgram = (object: unknown) => unknown | typeof MISSING
 
 export type JsonPathCompiled = { ok: true; program: JsonPathProgram } | { ok: false; error: CompileError }
 
-const cache = new LRUCache<string, JsonPathCompiled>({ max: 5000 })
+const cached = compileCache<JsonPathCompiled>()
 
 // Filters and script expressions are where JSONPath engines have run code; they are refused
 // before the engine sees the path, and the engine itself always runs with eval disabled.
@@ -21,12 +21,7 @@ const FORBIDDEN = [
 ]
 
 export function compileJsonPath(path: string, limits: ExpressionLimits = DEFAULT_LIMITS): JsonPathCompiled {
-  const key = `${limits.maxExpressionLength}:${path}`
-  const hit = cache.get(key)
-  if (hit) return hit
-  const compiled = compileUncached(path, limits)
-  cache.set(key, compiled)
-  return compiled
+  return cached(`${limits.maxExpressionLength}:${path}`, () => compileUncached(path, limits))
 }
 
 function compileUncached(path: string, limits: ExpressionLimits): JsonPathCompiled {
