@@ -9,9 +9,10 @@ import type { FileSinkSettings, Item, ObjectRef } from '../../api/types.js'
 import { renderPath } from '../../sinks/escape.js'
 import { createFileSink } from '../../sinks/file/index.js'
 import type { SinkOptions } from '../../sinks/options.js'
-import { SinkError, type Sink } from '../../sinks/sink.js'
+import type { Sink } from '../../sinks/sink.js'
 import { tempDir } from '../support/git.js'
 import { bumpReplicas, makeItems } from '../support/items.js'
+import { rejection } from '../support/assertions.js'
 
 const INVENTORY: ObjectRef = { namespace: 'team-a', name: 'deployments' }
 const CLUSTER = 'lab-west'
@@ -39,15 +40,6 @@ async function listAll(dir: string): Promise<string[]> {
     .sort()
 }
 
-async function rejection(promise: Promise<unknown>): Promise<SinkError> {
-  try {
-    await promise
-  } catch (err) {
-    assert.ok(err instanceof SinkError, `expected a SinkError, got ${String(err)}`)
-    return err
-  }
-  assert.fail('expected a rejection')
-}
 
 describe('file sink', () => {
   it('creates, changes, skips an identical snapshot, and removes one canonical document', async (t) => {

@@ -12,9 +12,10 @@ import { resolveGitSettings } from '../../sinks/git/config.js'
 import { itemPath } from '../../sinks/git/encode.js'
 import { createGitSink } from '../../sinks/git/index.js'
 import { gitFailure } from '../../sinks/git/service.js'
-import { SinkError, type Sink } from '../../sinks/sink.js'
+import type { Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems } from '../support/items.js'
 import { freePort } from '../support/ports.js'
+import { rejection } from '../support/assertions.js'
 import {
   changedLines,
   cloneRemote,
@@ -46,15 +47,6 @@ function withSink(t: { after(fn: () => Promise<void>): void }, sink: Sink): Sink
   return sink
 }
 
-async function rejection(promise: Promise<unknown>): Promise<SinkError> {
-  try {
-    await promise
-  } catch (err) {
-    assert.ok(err instanceof SinkError, `expected a SinkError, got ${String(err)}`)
-    return err
-  }
-  assert.fail('expected a rejection')
-}
 
 function assertNoSecret(text: string, secret: string, user = 'x-access-token'): void {
   for (const form of [secret, Buffer.from(secret).toString('base64'), Buffer.from(`${user}:${secret}`).toString('base64')]) {
