@@ -227,10 +227,18 @@ export interface FinalizeResult {
   state: InventoryExportState
 }
 
+/** Whether a sink answered its healthcheck (a connect, SELECT 1, git ls-remote). */
+export interface SinkCheck {
+  reachable: boolean
+  /** Why not, with credentials scrubbed by the sink; empty when reachable. */
+  message: string
+}
+
 /** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
 export interface ExporterClient {
   reportTarget(report: TargetReport): Promise<void>
   removeTarget(target: ObjectRef): Promise<void>
   applyInventory(composition: InventoryComposition): Promise<InventoryExportState>
   finalizeInventory(composition: InventoryComposition): Promise<FinalizeResult>
+  checkSink(sink: ResolvedSink): Promise<SinkCheck>
 }

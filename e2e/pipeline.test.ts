@@ -131,6 +131,7 @@ test('profile, sinks, target and inventory: one export reaches git, PostgreSQL a
   for (const s of sinks) {
     const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), s, {}))))['status'] as InventoryStatus
     assert.equal(st.conditions[0]?.status, 'True', `${s.metadata?.name}: ${JSON.stringify(st)}`)
+    assert.deepEqual(st.conditions.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'True', 'Reachable']], `${s.metadata?.name}: ${JSON.stringify(st)}`)
   }
   const rules = (await hook('/hooks/targets/customize', goJson(customizeRequest(controllerFor('kollect-targets'), loadExampleCr('target-deployments.yaml')))))['relatedResources'] as { resource: string }[]
   assert.deepEqual(rules.map((r) => r.resource), ['kollectscopes', 'kollectprofiles', 'deployments'])
@@ -185,6 +186,18 @@ test('an exporter restart before a target re-reports deletes nothing and writes 
   assert.deepEqual(await exportCommits(), commits)
   assert.equal((await streamSubjects()).length, events)
   assert.equal(await pgCount('SELECT count(*) AS n FROM kollect_items_snapshots'), snapshots)
+})
+
+test('a sink whose server is down is Ready but Unreachable, with the reason and no password', async () => {
+  const down = sinkCr('down-db', { type: 'postgres', cluster: 'e2e', secretRef: { name: 'down-creds' } })
+  // The exporter reads KOLLECT_SECRET_DOWN_CREDS_*: not set, so the sink cannot even be created.
+  const missing = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), down, {}))))['status'] as InventoryStatus
+  assert.deepEqual(missing.conditions.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']])
+  const git = sinkCr('gone-remote', { type: 'git', cluster: 'e2e', git: { url: path.join(root, 'no-such-remote.git') } })
+  const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), git, {}))))['status'] as { conditions: { type: string; status: string; message: string }[] }
+  const reachable = st.conditions.find((c) => c.type === 'Reachable')
+  assert.equal(reachable?.status, 'False')
+  assert.ok(reachable && reachable.message.length > 0 && !reachable.message.includes(pg.password))
 })
 
 test('metrics show the hooks and exports with their labels', async () => {

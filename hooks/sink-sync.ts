@@ -1,5 +1,5 @@
 import { validateSpec } from '../api/crd-schemas.js'
-import type { KollectSinkSpec } from '../api/types.js'
+import type { KollectSinkSpec, SinkCheck } from '../api/types.js'
 import { condition } from './conditions.js'
 import { parentGeneration, parentSpec, type SyncRequest, type SyncResponse } from './request.js'
 
@@ -38,11 +38,21 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
   return problems
 }
 
-export function syncSink(req: SyncRequest, policy: SinkPolicy): SyncResponse {
+/**
+ * Ready says whether the configuration is valid; Reachable, when the server checked, whether
+ * the sink answered its healthcheck. An unreachable sink is still Ready: exports wait and retry.
+ */
+export function syncSink(req: SyncRequest, policy: SinkPolicy, check?: SinkCheck): SyncResponse {
   const generation = parentGeneration(req.parent)
   const problems = sinkProblems(parentSpec<KollectSinkSpec>(req.parent), policy)
-  const ready = problems.length === 0
+  const conditions = [problems.length === 0
     ? condition('Ready', true, 'Valid', 'configuration is valid', generation)
-    : condition('Ready', false, 'InvalidConfig', problems.join('; '), generation)
-  return { status: { observedGeneration: generation, conditions: [ready] }, children: [] }
+    : condition('Ready', false, 'InvalidConfig', problems.join('; '), generation)]
+  if (check) {
+    conditions.push(check.reachable
+      ? condition('Reachable', true, 'Reachable', 'the sink answered its healthcheck', generation)
+      : condition('Reachable', false, 'Unreachable', check.message, generation))
+  }
+  // Ready first, then Reachable: a fixed order, so the status stays byte-identical.
+  return { status: { observedGeneration: generation, conditions }, children: [] }
 }

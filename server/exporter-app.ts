@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import type { ExporterClient, InventoryComposition, ObjectRef, TargetReport } from '../api/types.js'
+import type { ExporterClient, InventoryComposition, ObjectRef, ResolvedSink, TargetReport } from '../api/types.js'
 import { bearerMatches } from './auth.js'
 import { KollectError, errorBody } from './errors.js'
 import type { Logger } from './logger.js'
@@ -12,6 +12,7 @@ export const EXPORTER_ROUTES = {
   removeTarget: '/v1/targets/remove',
   applyInventory: '/v1/inventories/apply',
   finalizeInventory: '/v1/inventories/finalize',
+  checkSink: '/v1/sinks/check',
 } as const
 
 export async function buildExporterApp(deps: { exporter: ExporterClient; token: string; bodyLimit: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
@@ -29,6 +30,7 @@ export async function buildExporterApp(deps: { exporter: ExporterClient; token: 
   app.post(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn' }, async (req) => { await e.removeTarget(req.body as ObjectRef); return {} })
   app.post(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn' }, async (req) => e.applyInventory(req.body as InventoryComposition))
   app.post(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn' }, async (req) => e.finalizeInventory(req.body as InventoryComposition))
+  app.post(EXPORTER_ROUTES.checkSink, { logLevel: 'warn' }, async (req) => e.checkSink(req.body as ResolvedSink))
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/metrics', async (_request, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()))
   return app
@@ -52,6 +54,7 @@ export function httpExporterClient(baseUrl: string, token: string, timeoutMs = 8
     removeTarget: (t) => call(EXPORTER_ROUTES.removeTarget, t),
     applyInventory: (c) => call(EXPORTER_ROUTES.applyInventory, c),
     finalizeInventory: (c) => call(EXPORTER_ROUTES.finalizeInventory, c),
+    checkSink: (sink) => call(EXPORTER_ROUTES.checkSink, sink),
     ping: async () => (await fetch(baseUrl + '/healthz', { signal: AbortSignal.timeout(2000) })).ok,
     metrics: async () => {
       const res = await fetch(baseUrl + '/metrics', { signal: AbortSignal.timeout(2000) })

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto'
 import sjson from 'secure-json-parse'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { refKey } from '../api/canonical.js'
-import type { ExporterClient, InventoryComposition, KollectTargetSpec } from '../api/types.js'
+import type { ExporterClient, InventoryComposition, KollectSinkSpec, KollectTargetSpec } from '../api/types.js'
 import { composeInventory, customizeInventory, finalizeInventoryResponse, syncInventoryResponse } from '../hooks/inventory.js'
 import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
-import { syncSink } from '../hooks/sink-sync.js'
+import { sinkProblems, syncSink } from '../hooks/sink-sync.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget } from '../hooks/target.js'
 import { bearerMatches } from './auth.js'
 import type { Config } from './config.js'
@@ -162,7 +162,14 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     return finalizeInventoryResponse(req, composed, result)
   })
   route('profiles', 'sync', syncSchema, async (body) => syncProfile(normaliseSync(body), config.limits))
-  route('sinks', 'sync', syncSchema, async (body) => syncSink(normaliseSync(body), { checkEndpoint: (url) => checkEndpoint(url, config.allowPrivateSinks) }))
+  route('sinks', 'sync', syncSchema, async (body) => {
+    const req = normaliseSync(body)
+    const policy = { checkEndpoint: (url: string) => checkEndpoint(url, config.allowPrivateSinks) }
+    const spec = parentSpec<KollectSinkSpec>(req.parent)
+    // Reachability only for a valid configuration; a refused endpoint is never contacted.
+    const check = sinkProblems(spec, policy).length === 0 ? await callExporter(() => exporter.checkSink({ ...parentRef(req.parent), spec })) : undefined
+    return syncSink(req, policy, check)
+  })
 
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/readyz', async (_request, reply) => {

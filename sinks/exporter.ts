@@ -1,7 +1,7 @@
 import { buildSnapshot, canonicalJson, itemHash, itemKey, refKey, seedItemHash, sha256 } from '../api/canonical.js'
 import type {
   ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ResolvedSink,
-  SinkExportState, Snapshot, TargetReport,
+  SinkCheck, SinkExportState, Snapshot, TargetReport,
 } from '../api/types.js'
 import { DEFAULT_BACKOFF, retryUntilDone, type BackoffPolicy } from './retry.js'
 import type { Sink, WriteResult } from './sink.js'
@@ -34,6 +34,10 @@ export interface ExporterObserver {
   onExport?(event: ExportEvent): void
   onPendingChange?(pending: number): void
 }
+
+/** How long a healthcheck answer is reused, and how long one may take. */
+export const SINK_CHECK_TTL_MS = 30_000
+export const SINK_CHECK_TIMEOUT_MS = 4_000
 
 export interface ExporterOptions {
   /** Default cluster label, overridden per sink by spec.cluster. */
@@ -87,6 +91,7 @@ export class Exporter implements ExporterClient {
   private readonly targets = new Map<string, TargetState>()
   private readonly inventories = new Map<string, InventoryRuntime>()
   private readonly pool = new Map<string, PooledSink>()
+  private readonly checks = new Map<string, { at: number; result: SinkCheck }>()
   private readonly clock: Clock
   private readonly backoff: BackoffPolicy
   private closed = false
@@ -170,6 +175,29 @@ export class Exporter implements ExporterClient {
       return { finalized: true, state }
     }
     return { finalized: false, state: this.state(inv) }
+  }
+
+  /**
+   * Runs the sink's healthcheck, on the pooled instance when an inventory uses the sink, else on a
+   * short-lived one. Answers are reused for a while: Metacontroller resyncs sinks periodically.
+   */
+  async checkSink(resolved: ResolvedSink): Promise<SinkCheck> {
+    const poolKey = poolKeyOf(resolved)
+    const cached = this.checks.get(poolKey)
+    if (cached && this.clock.now() - cached.at < SINK_CHECK_TTL_MS) return cached.result
+    let temporary: Promise<Sink> | null = null
+    let result: SinkCheck
+    try {
+      const sink = await (this.pool.get(poolKey)?.sink ?? (temporary = this.options.createSink(resolved)))
+      await withTimeout(sink.healthcheck(), SINK_CHECK_TIMEOUT_MS, `no answer within ${SINK_CHECK_TIMEOUT_MS} ms`)
+      result = { reachable: true, message: '' }
+    } catch (err) {
+      result = { reachable: false, message: (err as Error).message }
+    }
+    if (temporary) void temporary.then((s) => s.close()).catch(() => undefined)
+    this.checks.set(poolKey, { at: this.clock.now(), result })
+    if (this.checks.size > 1000) this.checks.delete(this.checks.keys().next().value as string)
+    return result
   }
 
   /** Current export state of an inventory, or null when the exporter has not seen it. */
@@ -430,6 +458,12 @@ export class Exporter implements ExporterClient {
   private log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {
     this.options.log?.(level, msg, fields)
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(message)), ms) })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
 function compareRefs(a: ObjectRef, b: ObjectRef): number {

@@ -72,7 +72,7 @@ const expected: Record<KollectKind, { plural: string; short: string; columns: st
   KollectSink: {
     plural: 'kollectsinks',
     short: 'ksink',
-    columns: ['Type', 'Cluster', 'Ready', 'Age'],
+    columns: ['Type', 'Cluster', 'Ready', 'Reachable', 'Age'],
     status: ['conditions', 'observedGeneration'],
   },
   KollectInventory: {

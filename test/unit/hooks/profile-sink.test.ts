@@ -166,3 +166,26 @@ describe('syncSink', () => {
     assert.deepStrictEqual(seen, ['nats://nats.nats.svc:4222'])
   })
 })
+
+describe('syncSink with a reachability check', () => {
+  const sink = () => asSyncRequest(syncRequest(controllerFor('kollect-sinks'), loadExampleCr('sink-nats.yaml'), {}))
+  const cases: { reason: string; check: { reachable: boolean; message: string }; want: Condition[] }[] = [
+    {
+      reason: 'a sink that answered its healthcheck is Ready and Reachable',
+      check: { reachable: true, message: '' },
+      want: [cond('Ready', 'True', 'Valid', 'configuration is valid'), cond('Reachable', 'True', 'Reachable', 'the sink answered its healthcheck')],
+    },
+    {
+      reason: 'an unreachable sink stays Ready (exports wait and retry) and says why it is Unreachable',
+      check: { reachable: false, message: 'nats sink team-a/events: connect failed: ECONNREFUSED' },
+      want: [cond('Ready', 'True', 'Valid', 'configuration is valid'), cond('Reachable', 'False', 'Unreachable', 'nats sink team-a/events: connect failed: ECONNREFUSED')],
+    },
+  ]
+  for (const c of cases) {
+    test(c.reason, () => {
+      const got = syncSink(sink(), POLICY, c.check)
+      assert.deepStrictEqual(got.status['conditions'], c.want)
+      assert.deepStrictEqual(validateStatus('KollectSink', wire(got.status)), { valid: true })
+    })
+  }
+})
