@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import path from 'node:path'
 import type { Condition, KubeObject } from '../../api/types.js'
-import type { HooksServer, RawResponse } from '../support/hooks-server.js'
+import { readResponse, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 
 export const ROUTES = {
@@ -44,14 +44,10 @@ export function send(base: string, urlPath: string, options: SendOptions = {}): 
   return new Promise((resolve, reject) => {
     let settled = false
     const req = httpRequest({ host: url.hostname, port: url.port, method: options.method ?? 'POST', path: options.rawPath ?? urlPath, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => {
+      readResponse(res).then((r) => {
         settled = true
-        const text = Buffer.concat(chunks).toString('utf8')
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
-      })
-      res.on('error', (err) => {
+        resolve(r)
+      }, (err: Error) => {
         if (!settled) reject(err)
       })
     })
@@ -84,13 +80,10 @@ export function holdRequest(base: string, urlPath: string, body: string | Buffer
   let req!: ReturnType<typeof httpRequest>
   const response = new Promise<RawResponse>((resolve, reject) => {
     req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: urlPath, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => {
+      readResponse(res).then((r) => {
         settled = true
-        const text = Buffer.concat(chunks).toString('utf8')
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
-      })
+        resolve(r)
+      }, reject)
     })
     req.on('error', (err) => setTimeout(() => {
       if (!settled) reject(err)

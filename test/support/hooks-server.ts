@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
@@ -65,16 +65,23 @@ export function post(url: string, body: string | Buffer, headers: Record<string,
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'Content-Length': String(data.length), 'Accept-Encoding': 'gzip', 'User-Agent': 'Go-http-client/1.1', ...headers },
     }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8')
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
-      })
-      res.on('error', reject)
+      readResponse(res).then(resolve, reject)
     })
     req.on('error', reject)
     req.end(data)
+  })
+}
+
+/** The whole response body, as text and parsed on demand. */
+export function readResponse(res: IncomingMessage): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    res.on('data', (c: Buffer) => chunks.push(c))
+    res.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8')
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
+    })
+    res.on('error', reject)
   })
 }
 
