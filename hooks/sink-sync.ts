@@ -43,8 +43,12 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
  * the sink answered its healthcheck. An unreachable sink is still Ready: exports wait and retry.
  */
 export function syncSink(req: SyncRequest, policy: SinkPolicy, check?: SinkCheck): SyncResponse {
+  return sinkSyncResponse(req, sinkProblems(parentSpec<KollectSinkSpec>(req.parent), policy), check)
+}
+
+/** The same, for a caller that already computed the problems (to decide whether to check). */
+export function sinkSyncResponse(req: SyncRequest, problems: string[], check?: SinkCheck): SyncResponse {
   const generation = parentGeneration(req.parent)
-  const problems = sinkProblems(parentSpec<KollectSinkSpec>(req.parent), policy)
   const conditions = [problems.length === 0
     ? condition('Ready', true, 'Valid', 'configuration is valid', generation)
     : condition('Ready', false, 'InvalidConfig', problems.join('; '), generation)]

@@ -6,7 +6,7 @@ import type { ExporterClient, InventoryComposition, KollectSinkSpec, KollectTarg
 import { composeInventory, customizeInventory, finalizeInventoryResponse, syncInventoryResponse } from '../hooks/inventory.js'
 import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
-import { sinkProblems, syncSink } from '../hooks/sink-sync.js'
+import { sinkProblems, sinkSyncResponse } from '../hooks/sink-sync.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget } from '../hooks/target.js'
 import { bearerMatches } from './auth.js'
 import type { Config } from './config.js'
@@ -167,8 +167,9 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     const policy = { checkEndpoint: (url: string) => checkEndpoint(url, config.allowPrivateSinks) }
     const spec = parentSpec<KollectSinkSpec>(req.parent)
     // Reachability only for a valid configuration; a refused endpoint is never contacted.
-    const check = sinkProblems(spec, policy).length === 0 ? await callExporter(() => exporter.checkSink({ ...parentRef(req.parent), spec })) : undefined
-    return syncSink(req, policy, check)
+    const problems = sinkProblems(spec, policy)
+    const check = problems.length === 0 ? await callExporter(() => exporter.checkSink({ ...parentRef(req.parent), spec })) : undefined
+    return sinkSyncResponse(req, problems, check)
   })
 
   app.get('/healthz', async () => ({ status: 'ok' }))
