@@ -232,13 +232,16 @@ function targetResponse(
   return { status, children: [] }
 }
 
-/** Deleting a target drops its items from every inventory; the server confirms that with the exporter first. */
-export function finalizeTarget(req: SyncRequest, removed: boolean): SyncResponse {
+/**
+ * Deleting a target drops its items from every inventory. The server has the exporter do that
+ * first, and answers with an error (which Metacontroller retries) when it cannot.
+ */
+export function finalizeTarget(req: SyncRequest): SyncResponse {
   const generation = parentGeneration(req.parent)
   const status = req.parent['status'] && typeof req.parent['status'] === 'object' ? { ...(req.parent['status'] as Record<string, unknown>) } : {}
   status['observedGeneration'] = generation
-  status['conditions'] = [condition('Ready', false, removed ? 'Finalized' : 'Finalizing', removed ? 'items removed from the exporter' : 'waiting for the exporter', generation)]
-  return removed ? { status, children: [], finalized: true } : { status, children: [], finalized: false, resyncAfterSeconds: 5 }
+  status['conditions'] = [condition('Ready', false, 'Finalized', 'items removed from the exporter', generation)]
+  return { status, children: [], finalized: true }
 }
 
 /**

@@ -142,7 +142,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   route('targets', 'finalize', syncSchema, async (body) => {
     const req = normaliseSync(body)
     await callExporter(() => exporter.removeTarget(parentRef(req.parent)))
-    return finalizeTarget(req, true)
+    return finalizeTarget(req)
   })
   route('inventories', 'customize', customizeSchema, async (body) => customizeInventory(body as CustomizeRequest))
   route('inventories', 'sync', syncSchema, async (body) => {
