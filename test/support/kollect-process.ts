@@ -1,0 +1,68 @@
+// Kollect as its own OS process (`npm start`'s entry point: hooks and exporter in one process),
+// for tests whose finding is about the process itself: a crash, its memory, its fairness.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { get } from './hooks-server.js'
+import { ROOT } from './metacontroller.js'
+import { freePort } from './ports.js'
+import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from './process.js'
+
+export interface KollectProcess {
+  url: string
+  proc: ServerProcess
+  dataDir: string
+  /** Resident memory of the server and every process it started (extraction children), in bytes. */
+  rssBytes(): number
+  close(): Promise<void>
+}
+
+/** Start dist/server/main-dev.js on a free loopback port; resolves once /healthz answers. */
+export async function startKollectProcess(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<KollectProcess> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-proc-'))
+  const port = await freePort()
+  const proc = startServerProcess(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/server/main-dev.js')], path.join(dataDir, 'server.log'), {
+    ...process.env,
+    KOLLECT_DATA_DIR: path.join(dataDir, 'data'),
+    KOLLECT_LOG_LEVEL: 'warn',
+    ...env,
+    PORT: String(port),
+  })
+  const url = `http://127.0.0.1:${port}`
+  try {
+    await pollUntil('kollect /healthz', async () => (await get(`${url}/healthz`).catch(() => null))?.status === 200, { timeoutMs: 20_000, proc })
+  } catch (err) {
+    proc.signalGroup('SIGKILL')
+    throw err
+  }
+  return {
+    url,
+    proc,
+    dataDir,
+    rssBytes: () => groupRss(proc.child.pid ?? 0),
+    close: async () => {
+      proc.signalGroup('SIGTERM')
+      await waitForExit(proc, 10_000)
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Sum of VmRSS over the processes of a process group (Linux /proc). */
+export function groupRss(pgid: number): number {
+  let total = 0
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      // Fields after the parenthesised command: state ppid pgrp …
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(fields[2]) !== pgid) continue
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))
+      if (rss) total += Number(rss[1]) * 1024
+    } catch {
+      // the process ended between readdir and read
+    }
+  }
+  return total
+}
