@@ -134,6 +134,8 @@ export interface KollectScopeSpec {
   deniedNamespaces?: string[]
   allowedResources?: { group?: string; kind: string }[]
   allowedSinks?: { namespace: string; name: string }[]
+  /** Secrets in other namespaces that this namespace's sinks may use; absent: none. */
+  allowedSecrets?: { namespace: string; name: string }[]
   minDebounce?: string
 }
 

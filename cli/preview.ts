@@ -316,7 +316,7 @@ interface Explained {
  */
 function explain(req: SyncRequest, spec: KollectTargetSpec, namespace: string, profile: CompiledProfile, progress: Progress): Explained {
   const res = spec.resource
-  const scope = effectiveScope(namespace, scopesOf(req))
+  const scope = effectiveScope(namespace, scopesOf(req, namespace))
   const clusterScoped = isClusterScoped(res)
   const requested = spec.namespaceSelector
     ? ['*']

@@ -109,7 +109,7 @@ before(async () => {
     KOLLECT_HOOK_TOKEN: TOKEN,
     KOLLECT_DATA_DIR: path.join(root, 'data'),
     KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
-    KOLLECT_SECRET_PG_CREDS_DSN: pg.dsn,
+    KOLLECT_SECRET_TEAM_A__PG_CREDS__DSN: pg.dsn,
     KOLLECT_LOG_LEVEL: 'info',
   }
   exporter = startExporter()
@@ -190,7 +190,7 @@ test('an exporter restart before a target re-reports deletes nothing and writes 
 
 test('a sink whose server is down is Ready but Unreachable, with the reason and no password', async () => {
   const down = sinkCr('down-db', { type: 'postgres', cluster: 'e2e', secretRef: { name: 'down-creds' } })
-  // The exporter reads KOLLECT_SECRET_DOWN_CREDS_*: not set, so the sink cannot even be created.
+  // The exporter reads KOLLECT_SECRET_TEAM_A__DOWN_CREDS__*: not set, so the sink cannot even be created.
   const missing = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), down, {}))))['status'] as InventoryStatus
   assert.deepEqual(missing.conditions.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']])
   const git = sinkCr('gone-remote', { type: 'git', cluster: 'e2e', git: { url: path.join(root, 'no-such-remote.git') } })

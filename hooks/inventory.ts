@@ -9,7 +9,7 @@ import {
   parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
-import { effectiveScope } from './scope.js'
+import { effectiveScope, secretDenial, type EffectiveScope } from './scope.js'
 import { scopesOf } from './target.js'
 
 export const TARGET_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectTarget')
@@ -33,8 +33,13 @@ export function customizeInventory(req: CustomizeRequest): CustomizeResponse {
     const ns = typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : namespace
     byNamespace.set(ns, (byNamespace.get(ns) ?? new Set()).add(ref.name))
   }
-  for (const ns of [...byNamespace.keys()].sort()) {
+  const namespaces = [...byNamespace.keys()].sort()
+  for (const ns of namespaces) {
     rules.push({ apiVersion: API_VERSION, resource: 'kollectsinks', namespace: ns, names: [...(byNamespace.get(ns) as Set<string>)].sort() })
+  }
+  // A sink's Secret is governed by the scopes of the sink's own namespace.
+  for (const ns of namespaces) {
+    if (ns !== namespace) rules.push({ apiVersion: API_VERSION, resource: 'kollectscopes', namespace: ns, labelSelector: {} })
   }
   return { relatedResources: rules }
 }
@@ -60,7 +65,13 @@ export function composeInventory(req: SyncRequest): Composed {
   if (!invalid.valid) return { ok: false, problems: [{ reason: 'InvalidSpec', message: invalid.errors.map((e) => `${e.path}: ${e.message}`).join('; ') }] }
 
   const problems: Problem[] = []
-  const scope = effectiveScope(ref.namespace, scopesOf(req))
+  const scope = effectiveScope(ref.namespace, scopesOf(req, ref.namespace))
+  const scopes = new Map<string, EffectiveScope>([[ref.namespace, scope]])
+  const scopeOf = (namespace: string): EffectiveScope => {
+    let s = scopes.get(namespace)
+    if (!s) scopes.set(namespace, s = effectiveScope(namespace, scopesOf(req, namespace)))
+    return s
+  }
   const targets: ObjectRef[] = []
   const targetNames = names(spec.targetRefs)
   if (targetNames.length > 0) {
@@ -78,6 +89,7 @@ export function composeInventory(req: SyncRequest): Composed {
 
   const sinks: ResolvedSink[] = []
   const denied: string[] = []
+  const secretsDenied: string[] = []
   const missing: string[] = []
   const seen = new Set<string>()
   for (const s of Array.isArray(spec.sinkRefs) ? spec.sinkRefs : []) {
@@ -90,10 +102,17 @@ export function composeInventory(req: SyncRequest): Composed {
       continue
     }
     const object = relatedOne(req, SINK_KEY, sinkRef)
-    if (!object) missing.push(key)
-    else sinks.push({ ...sinkRef, spec: parentSpec<KollectSinkSpec>(object) })
+    if (!object) {
+      missing.push(key)
+      continue
+    }
+    const sinkSpec = parentSpec<KollectSinkSpec>(object)
+    const secretDenied = secretDenial(sinkRef, sinkSpec.secretRef, scopeOf(sinkRef.namespace))
+    if (secretDenied) secretsDenied.push(secretDenied)
+    else sinks.push({ ...sinkRef, spec: sinkSpec })
   }
   if (denied.length > 0) problems.push({ reason: 'ScopeSinkDenied', message: `sinks not allowed by the scope of namespace ${ref.namespace}: ${denied.join(', ')}` })
+  if (secretsDenied.length > 0) problems.push({ reason: 'ScopeSecretDenied', message: secretsDenied.join('; ') })
   if (missing.length > 0) problems.push({ reason: 'SinkNotFound', message: `KollectSink not found: ${missing.join(', ')}` })
 
   let debounceMs = spec.debounce ? (parseDuration(spec.debounce) ?? DEFAULT_DEBOUNCE_MS) : DEFAULT_DEBOUNCE_MS

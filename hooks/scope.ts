@@ -1,6 +1,17 @@
 import type { KollectScopeSpec, ObjectRef } from '../api/types.js'
 import { parseDuration } from './duration.js'
 
+/** A sink's secretRef: the namespace is the sink's when absent or empty. */
+export interface SecretRef {
+  name: string
+  namespace?: string
+}
+
+/** The namespace a secretRef points into. */
+export function secretNamespace(sinkNamespace: string, ref: SecretRef): string {
+  return typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : sinkNamespace
+}
+
 /**
  * What a namespace may do, combined from all KollectScopes in it. Several scopes combine to
  * the most restrictive reading: allowed sets intersect, denied sets unite, the largest
@@ -12,6 +23,11 @@ export interface EffectiveScope {
   deniedNamespaces: ReadonlySet<string>
   resourceAllowed(group: string, kind: string): boolean
   sinkAllowed(sink: ObjectRef): boolean
+  /**
+   * Whether a sink in sinkNamespace may read the Secret ref (its namespace defaults to the
+   * sink's). Only this scope's own namespace can be granted foreign Secrets.
+   */
+  secretAllowed(sinkNamespace: string, ref: SecretRef): boolean
   minDebounceMs: number
   /** Names of the scopes that were combined, for messages. */
   sources: string[]
@@ -23,6 +39,7 @@ export function effectiveScope(namespace: string, scopes: { name: string; spec: 
   // null: that scope left allowedResources out, so its default (anything but core Secrets) applies.
   const resourceLists: ({ group: string; kind: string }[] | null)[] = []
   const sinkLists: Set<string>[] = []
+  const secretLists: Set<string>[] = []
   let minDebounceMs = 0
   for (const { spec } of scopes) {
     const own: Set<string> | '*' = Array.isArray(spec.allowedNamespaces) && spec.allowedNamespaces.length > 0
@@ -34,10 +51,14 @@ export function effectiveScope(namespace: string, scopes: { name: string; spec: 
       ? spec.allowedResources.map((r) => ({ group: r.group ?? '', kind: r.kind }))
       : null)
     sinkLists.push(new Set((spec.allowedSinks ?? []).map((s) => `${s.namespace}/${s.name}`)))
+    secretLists.push(new Set((spec.allowedSecrets ?? []).map((s) => `${s.namespace}/${s.name}`)))
     const d = spec.minDebounce ? parseDuration(spec.minDebounce) : 0
     if (d !== null && d > minDebounceMs) minDebounceMs = d
   }
-  if (scopes.length === 0) sinkLists.push(new Set())
+  if (scopes.length === 0) {
+    sinkLists.push(new Set())
+    secretLists.push(new Set())
+  }
   const isSecret = (group: string, kind: string) => group === '' && kind === 'Secret'
   return {
     allowedNamespaces: allowed,
@@ -50,9 +71,29 @@ export function effectiveScope(namespace: string, scopes: { name: string; spec: 
     },
     // A team always owns the sinks in its own namespace; other namespaces' sinks need every scope's consent.
     sinkAllowed: (sink) => sink.namespace === namespace || sinkLists.every((set) => set.has(`${sink.namespace}/${sink.name}`)),
+    // A sink always uses its own namespace's Secrets; another namespace's needs every scope's consent.
+    secretAllowed: (sinkNamespace, ref) => {
+      const ns = secretNamespace(sinkNamespace, ref)
+      if (ns === sinkNamespace) return true
+      return sinkNamespace === namespace && typeof ref.name === 'string' && secretLists.every((set) => set.has(`${ns}/${ref.name}`))
+    },
     minDebounceMs,
     sources: scopes.map((s) => s.name).sort(),
   }
+}
+
+/** " (KollectScope a, b)" or the no-scope default, for condition messages. */
+export function scopeNames(scope: EffectiveScope): string {
+  return scope.sources.length > 0 ? ` (KollectScope ${scope.sources.join(', ')})` : ' (no KollectScope: own namespace only)'
+}
+
+/**
+ * Why a sink may not use its secretRef, or null when it may (or names none). `scope` is the
+ * effective scope of the sink's own namespace. The message names the Secret, never its data.
+ */
+export function secretDenial(sink: ObjectRef, ref: SecretRef | undefined, scope: EffectiveScope): string | null {
+  if (!ref || scope.secretAllowed(sink.namespace, ref)) return null
+  return `Secret ${secretNamespace(sink.namespace, ref)}/${String(ref.name)} of KollectSink ${sink.namespace}/${sink.name} is not allowed by the scope of namespace ${sink.namespace}${scopeNames(scope)}`
 }
 
 function intersect(a: Set<string> | '*', b: Set<string> | '*'): Set<string> | '*' {

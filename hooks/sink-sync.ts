@@ -1,7 +1,9 @@
 import { validateSpec } from '../api/crd-schemas.js'
-import type { KollectSinkSpec, SinkCheck } from '../api/types.js'
+import { API_VERSION, type KollectSinkSpec, type SinkCheck } from '../api/types.js'
 import { condition } from './conditions.js'
-import { parentGeneration, parentSpec, type SyncRequest, type SyncResponse } from './request.js'
+import { parentGeneration, parentRef, parentSpec, type CustomizeRequest, type CustomizeResponse, type SyncRequest, type SyncResponse } from './request.js'
+import { effectiveScope, secretDenial } from './scope.js'
+import { scopesOf } from './target.js'
 
 export interface SinkPolicy {
   /** Checks an endpoint URL against the SSRF guard; returns a reason when refused. */
@@ -38,20 +40,49 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
   return problems
 }
 
-/**
- * Ready says whether the configuration is valid; Reachable, when the server checked, whether
- * the sink answered its healthcheck. An unreachable sink is still Ready: exports wait and retry.
- */
-export function syncSink(req: SyncRequest, policy: SinkPolicy, check?: SinkCheck): SyncResponse {
-  return sinkSyncResponse(req, sinkProblems(parentSpec<KollectSinkSpec>(req.parent), policy), check)
+/** The sink's own namespace's scopes: they decide whether its secretRef may leave the namespace. */
+export function customizeSink(req: CustomizeRequest): CustomizeResponse {
+  const { namespace } = parentRef(req.parent)
+  return { relatedResources: [{ apiVersion: API_VERSION, resource: 'kollectscopes', namespace, labelSelector: {} }] }
 }
 
-/** The same, for a caller that already computed the problems (to decide whether to check). */
-export function sinkSyncResponse(req: SyncRequest, problems: string[], check?: SinkCheck): SyncResponse {
+export interface SinkReview {
+  /** Configuration problems (InvalidConfig). */
+  problems: string[]
+  /** Why the sink may not use its Secret (ScopeSecretDenied), or null. */
+  secretDenied: string | null
+}
+
+/** Everything the sink sync decides before anything is contacted or read. */
+export function reviewSink(req: SyncRequest, policy: SinkPolicy): SinkReview {
+  const sink = parentRef(req.parent)
+  const spec = parentSpec<KollectSinkSpec>(req.parent)
+  return { problems: sinkProblems(spec, policy), secretDenied: secretDenial(sink, spec.secretRef, effectiveScope(sink.namespace, scopesOf(req, sink.namespace))) }
+}
+
+/** Only a valid sink that may use its Secret is checked for reachability. */
+export function mayCheck(review: SinkReview): boolean {
+  return review.problems.length === 0 && review.secretDenied === null
+}
+
+/**
+ * Ready says whether the configuration is valid and its Secret allowed; Reachable, when the
+ * server checked, whether the sink answered its healthcheck. An unreachable sink is still Ready:
+ * exports wait and retry.
+ */
+export function syncSink(req: SyncRequest, policy: SinkPolicy, check?: SinkCheck): SyncResponse {
+  return sinkSyncResponse(req, reviewSink(req, policy), check)
+}
+
+/** The same, for a caller that already reviewed the sink (to decide whether to check). */
+export function sinkSyncResponse(req: SyncRequest, review: SinkReview, check?: SinkCheck): SyncResponse {
   const generation = parentGeneration(req.parent)
-  const conditions = [problems.length === 0
-    ? condition('Ready', true, 'Valid', 'configuration is valid', generation)
-    : condition('Ready', false, 'InvalidConfig', problems.join('; '), generation)]
+  const { problems, secretDenied } = review
+  const conditions = [secretDenied !== null
+    ? condition('Ready', false, 'ScopeSecretDenied', [secretDenied, ...problems].join('; '), generation)
+    : problems.length === 0
+      ? condition('Ready', true, 'Valid', 'configuration is valid', generation)
+      : condition('Ready', false, 'InvalidConfig', problems.join('; '), generation)]
   if (check) {
     conditions.push(check.reachable
       ? condition('Reachable', true, 'Reachable', 'the sink answered its healthcheck', generation)

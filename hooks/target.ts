@@ -14,7 +14,7 @@ import {
   apiVersionOf, parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
-import { effectiveScope, resolveNamespaces, type EffectiveScope } from './scope.js'
+import { effectiveScope, resolveNamespaces, scopeNames } from './scope.js'
 import { allowedByScope, inNamespace, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from './select.js'
 
 export const PROFILE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectProfile')
@@ -67,8 +67,15 @@ function requestedNamespaces(spec: KollectTargetSpec, own: string): string[] {
   return Array.isArray(spec.namespaces) && spec.namespaces.length > 0 ? [...new Set(spec.namespaces)].sort() : [own]
 }
 
-export function scopesOf(req: SyncRequest): { name: string; spec: KollectScopeSpec }[] {
-  return related(req, SCOPE_KEY).map(({ object }) => ({ name: object.metadata?.name ?? '', spec: parentSpec<KollectScopeSpec>(object) }))
+/**
+ * The KollectScopes of one namespace among the related ones. Only a namespace's own scopes
+ * govern it: an inventory also relates the scopes of its sinks' namespaces, and a scope from
+ * elsewhere must never widen (or narrow) what this namespace may do.
+ */
+export function scopesOf(req: SyncRequest, namespace: string): { name: string; spec: KollectScopeSpec }[] {
+  return related(req, SCOPE_KEY)
+    .filter(({ object }) => object.metadata?.namespace === namespace)
+    .map(({ object }) => ({ name: object.metadata?.name ?? '', spec: parentSpec<KollectScopeSpec>(object) }))
 }
 
 interface Counts {
@@ -101,7 +108,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   if (spec.suspend === true) return fail('Suspended', 'target is suspended; the exporter keeps its last items')
   if (!ctx.plural.plural) return fail('ResourceUnresolved', ctx.plural.message ?? `cannot resolve the plural of ${res.kind}; set spec.resource.plural`)
 
-  const scope = effectiveScope(ref.namespace, scopesOf(req))
+  const scope = effectiveScope(ref.namespace, scopesOf(req, ref.namespace))
   const group = res.group ?? ''
   const empty = (): TargetReport => ({ target: ref, generation, checksum: itemsChecksum([]), items: [], failedKeys: [] })
   if (!scope.resourceAllowed(group, res.kind)) {
@@ -189,10 +196,6 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
 function recordFailure(counts: Counts, key: string, message: string): void {
   counts.failedCount++
   if (counts.lastError === '') counts.lastError = truncate(`${key}: ${message}`, 256)
-}
-
-function scopeNames(scope: EffectiveScope): string {
-  return scope.sources.length > 0 ? ` (KollectScope ${scope.sources.join(', ')})` : ' (no KollectScope: own namespace only)'
 }
 
 function identityOf(object: KubeObject, fallbackVersion: string, target: { namespace: string; name: string }): Omit<Item, 'attributes'> {

@@ -1,53 +1,150 @@
 import * as k8s from '@kubernetes/client-node'
 import { LRUCache } from 'lru-cache'
-import type { ResolvedSink } from '../api/types.js'
+import { GROUP, VERSION, type KollectScopeSpec, type KubeObject, type ResolvedSink } from '../api/types.js'
+import { effectiveScope, secretDenial, secretNamespace } from '../hooks/scope.js'
 import { SinkError, type Credentials } from '../sinks/sink.js'
 
-/** Environment variable holding one key of a secret in local mode: KOLLECT_SECRET_<NAME>_<KEY>. */
-export function secretEnvName(secretName: string, key: string): string {
-  const norm = (s: string) => s.toUpperCase().replace(/[^A-Z0-9]/g, '_')
-  return `KOLLECT_SECRET_${norm(secretName)}_${norm(key)}`
-}
+// Sink credentials, confined: a sink reads Secrets of its own namespace, and another namespace's
+// only when every KollectScope of the sink's namespace lists it in allowedSecrets. The hooks
+// check that too, but the exporter decides again before any read: a composition or a sink check
+// is a report, not a permission.
 
 export type CredentialReader = (sink: ResolvedSink) => Promise<Credentials>
 
-/** Local mode: every KOLLECT_SECRET_<NAME>_* variable is one key of the secret <name>. */
+export type ScopeList = { name: string; spec: KollectScopeSpec }[]
+
+/** Where a sink's Secret is; foreign: in another namespace than the sink's. */
+export interface SecretLocation {
+  namespace: string
+  name: string
+  foreign: boolean
+}
+
+/** Null when the sink names no Secret. Namespaces are read as the hooks read them. */
+export function secretLocation(sink: ResolvedSink): SecretLocation | null {
+  const ref = sink.spec.secretRef
+  if (!ref) return null
+  const namespace = secretNamespace(sink.namespace, ref)
+  return { namespace, name: String(ref.name), foreign: namespace !== sink.namespace }
+}
+
+/** The permanent refusal for a sink whose Secret the scopes of its namespace do not allow, or null. */
+export function secretRefusal(sink: ResolvedSink, scopes: ScopeList): SinkError | null {
+  const denial = secretDenial(sink, sink.spec.secretRef, effectiveScope(sink.namespace, scopes))
+  return denial === null ? null : new SinkError(`ScopeSecretDenied: ${denial}`, { retriable: false })
+}
+
+// ---- local mode: environment variables ----
+
+const DNS_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
+
+/**
+ * One part of a variable name: upper-cased, "-" and "." as "_". Parts are joined by "__", so a
+ * part may not contain "__" itself (from "--", "-." or ".."): only then could two Secrets share
+ * a variable. Non-DNS names are refused for the same reason.
+ */
+function envPart(what: string, value: string): string {
+  const part = value.toUpperCase().replace(/[-.]/g, '_')
+  if (!DNS_NAME.test(value) || part.includes('__')) {
+    throw new SinkError(`Secret ${what} ${JSON.stringify(value)} has no unambiguous environment variable: it must be a lower-case DNS name without "--", "-.", ".-" or ".."`, { retriable: false })
+  }
+  return part
+}
+
+/**
+ * Environment variable holding one key of a Secret in local mode:
+ * KOLLECT_SECRET_<NAMESPACE>__<NAME>__<KEY>. With key "" it is the prefix of all of them.
+ */
+export function secretEnvName(namespace: string, secretName: string, key: string): string {
+  return `KOLLECT_SECRET_${envPart('namespace', namespace)}__${envPart('name', secretName)}__${key.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`
+}
+
+/**
+ * Local mode: every KOLLECT_SECRET_<NAMESPACE>__<NAME>__* variable is one key of that Secret.
+ * Another namespace's Secret is refused: there is no KollectScope here to grant it.
+ */
 export function envCredentials(env: Record<string, string | undefined> = process.env): CredentialReader {
   return async (sink) => {
-    const name = sink.spec.secretRef?.name ?? ''
-    const prefix = secretEnvName(name, '')
+    const at = secretLocation(sink)
+    if (!at) return {}
+    if (at.foreign) {
+      throw new SinkError(`ScopeSecretDenied: Secret ${at.namespace}/${at.name} of KollectSink ${sink.namespace}/${sink.name} is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace`, { retriable: false })
+    }
+    const prefix = secretEnvName(at.namespace, at.name, '')
     const out: Record<string, string> = {}
     for (const [k, v] of Object.entries(env)) {
-      if (k.startsWith(prefix) && v !== undefined) out[k.slice(prefix.length).toLowerCase()] = v
+      if (k.startsWith(prefix) && k.length > prefix.length && v !== undefined) out[k.slice(prefix.length).toLowerCase()] = v
     }
     // Keys are case-sensitive in Secrets; offer the common spellings.
     if (out['database_url'] !== undefined) out['DATABASE_URL'] = out['database_url']
-    if (Object.keys(out).length === 0) throw new SinkError(`secret ${name}: no ${prefix}* environment variables are set`, { retriable: true })
+    if (Object.keys(out).length === 0) throw new SinkError(`Secret ${at.namespace}/${at.name}: no ${prefix}* environment variables are set`, { retriable: true })
     return out
   }
 }
 
-/** In a cluster: read the Secret (default: the sink's namespace), cached briefly so rotation is picked up. */
-export function kubeCredentials(kc: k8s.KubeConfig, cacheMs: number): CredentialReader {
-  const api = kc.makeApiClient(k8s.CoreV1Api)
+// ---- cluster mode ----
+
+/** The exporter's only calls to the API server. */
+export interface ClusterReads {
+  /** The KollectScopes of one namespace. */
+  scopes(namespace: string): Promise<ScopeList>
+  /** One Secret's data, decoded. */
+  secret(namespace: string, name: string): Promise<Record<string, string>>
+}
+
+export function kubeReads(kc: k8s.KubeConfig): ClusterReads {
+  const core = kc.makeApiClient(k8s.CoreV1Api)
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi)
+  return {
+    scopes: async (namespace) => {
+      const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'kollectscopes' })) as { items?: KubeObject[] }
+      return (list.items ?? [])
+        .filter((o) => o.metadata?.namespace === namespace)
+        .map((o) => ({ name: o.metadata?.name ?? '', spec: (o['spec'] ?? {}) as KollectScopeSpec }))
+    },
+    secret: async (namespace, name) => {
+      const secret = await core.readNamespacedSecret({ name, namespace })
+      const out: Record<string, string> = {}
+      for (const [k, v] of Object.entries(secret.data ?? {})) out[k] = Buffer.from(v, 'base64').toString('utf8')
+      return out
+    },
+  }
+}
+
+/**
+ * Cluster mode: a foreign Secret is read only after the scopes of the sink's namespace, listed
+ * fresh, allow it; a failed list refuses (retriably). Secret data is cached briefly by location,
+ * so rotation is picked up; the scope decision is never cached, so a revoked grant takes effect
+ * at the next sink creation.
+ */
+export function clusterCredentials(reads: ClusterReads, cacheMs: number): CredentialReader {
   const cache = new LRUCache<string, Credentials>({ max: 500, ttl: Math.max(1, cacheMs) })
   return async (sink) => {
-    const ref = sink.spec.secretRef
-    if (!ref) return {}
-    const namespace = ref.namespace || sink.namespace
-    const key = `${namespace}/${ref.name}`
+    const at = secretLocation(sink)
+    if (!at) return {}
+    if (at.foreign) {
+      const refusal = secretRefusal(sink, await apiCall(() => reads.scopes(sink.namespace), `KollectScopes of namespace ${sink.namespace}: cannot be listed`))
+      if (refusal) throw refusal
+    }
+    const key = `${at.namespace}/${at.name}`
     const hit = cache.get(key)
     if (hit) return hit
-    let secret: k8s.V1Secret
-    try {
-      secret = await api.readNamespacedSecret({ name: ref.name, namespace })
-    } catch (err) {
-      const code = (err as { code?: number }).code
-      throw new SinkError(`secret ${key}: cannot be read${code ? ` (HTTP ${code})` : ''}`, { retriable: true })
-    }
-    const out: Record<string, string> = {}
-    for (const [k, v] of Object.entries(secret.data ?? {})) out[k] = Buffer.from(v, 'base64').toString('utf8')
-    cache.set(key, out)
-    return out
+    const data = await apiCall(() => reads.secret(at.namespace, at.name), `Secret ${key}: cannot be read`)
+    cache.set(key, data)
+    return data
+  }
+}
+
+export function kubeCredentials(kc: k8s.KubeConfig, cacheMs: number): CredentialReader {
+  return clusterCredentials(kubeReads(kc), cacheMs)
+}
+
+/** An API failure as a retriable SinkError with the HTTP code only (the body may echo data). */
+async function apiCall<T>(fn: () => Promise<T>, message: string): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    const code = (err as { code?: number }).code
+    throw new SinkError(`${message}${code ? ` (HTTP ${code})` : ''}`, { retriable: true })
   }
 }

@@ -6,7 +6,7 @@ import type { ExporterClient, InventoryComposition, KollectSinkSpec, KollectTarg
 import { composeInventory, customizeInventory, finalizeInventoryResponse, syncInventoryResponse } from '../hooks/inventory.js'
 import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
-import { sinkProblems, sinkSyncResponse } from '../hooks/sink-sync.js'
+import { customizeSink, mayCheck, reviewSink, sinkSyncResponse } from '../hooks/sink-sync.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget } from '../hooks/target.js'
 import { bearerMatches } from './auth.js'
 import type { Config } from './config.js'
@@ -162,14 +162,15 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     return finalizeInventoryResponse(req, composed, result)
   })
   route('profiles', 'sync', syncSchema, async (body) => syncProfile(normaliseSync(body), config.limits))
+  route('sinks', 'customize', customizeSchema, async (body) => customizeSink(body as CustomizeRequest))
   route('sinks', 'sync', syncSchema, async (body) => {
     const req = normaliseSync(body)
     const policy = { checkEndpoint: (url: string) => checkEndpoint(url, config.allowPrivateSinks) }
-    const spec = parentSpec<KollectSinkSpec>(req.parent)
-    // Reachability only for a valid configuration; a refused endpoint is never contacted.
-    const problems = sinkProblems(spec, policy)
-    const check = problems.length === 0 ? await callExporter(() => exporter.checkSink({ ...parentRef(req.parent), spec })) : undefined
-    return sinkSyncResponse(req, problems, check)
+    // Reachability only for a valid configuration whose Secret the scope allows: a refused
+    // endpoint is never contacted, and a refused Secret never read.
+    const review = reviewSink(req, policy)
+    const check = mayCheck(review) ? await callExporter(() => exporter.checkSink({ ...parentRef(req.parent), spec: parentSpec<KollectSinkSpec>(req.parent) })) : undefined
+    return sinkSyncResponse(req, review, check)
   })
 
   app.get('/healthz', async () => ({ status: 'ok' }))

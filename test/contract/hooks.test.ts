@@ -21,6 +21,7 @@ const ROUTES: Record<string, string> = {
   'inventory-sync': '/hooks/inventories/sync',
   'inventory-finalize': '/hooks/inventories/finalize',
   'profile-sync': '/hooks/profiles/sync',
+  'sink-customize': '/hooks/sinks/customize',
   'sink-sync': '/hooks/sinks/sync',
 }
 
@@ -47,7 +48,7 @@ describe('examples and golden responses', () => {
       const names = readdirSync(EXAMPLES).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort()
       assert.deepEqual(names, Object.keys(ROUTES).sort())
       // Order matters for the exporter state that inventory status reports.
-      for (const name of ['profile-sync', 'sink-sync', 'target-customize', 'target-sync', 'inventory-customize', 'inventory-sync', 'target-sync-changed', 'inventory-finalize']) {
+      for (const name of ['profile-sync', 'sink-customize', 'sink-sync', 'target-customize', 'target-sync', 'inventory-customize', 'inventory-sync', 'target-sync-changed', 'inventory-finalize']) {
         const res = await post(fresh.url + ROUTES[name], readFileSync(path.join(EXAMPLES, `${name}.json`)))
         assert.equal(res.status, 200, `${name}: ${res.text}`)
         const file = path.join(GOLDEN, `${name}.response.json`)
@@ -128,10 +129,13 @@ describe('Metacontroller request shapes', () => {
     const sync = (await post(server.url + '/hooks/targets/sync', goJson(targetSyncRequest([deployment(1)])))).json() as Record<string, unknown>
     assert.deepEqual(Object.keys(sync).sort(), ['children', 'status'])
     assert.deepEqual(sync['children'], [])
-    const customize = (await post(server.url + '/hooks/targets/customize', readFileSync(path.join(EXAMPLES, 'target-customize.json')))).json() as { relatedResources: Record<string, unknown>[] }
-    for (const rule of customize.relatedResources) {
-      for (const k of Object.keys(rule)) assert.ok(['apiVersion', 'resource', 'labelSelector', 'namespaceSelector', 'namespace', 'names'].includes(k), k)
-      if (rule['names']) assert.equal(rule['labelSelector'], undefined, 'names with a selector is an error in Metacontroller')
+    for (const name of ['target-customize', 'inventory-customize', 'sink-customize']) {
+      const customize = (await post(server.url + ROUTES[name], readFileSync(path.join(EXAMPLES, `${name}.json`)))).json() as { relatedResources: Record<string, unknown>[] }
+      assert.ok(customize.relatedResources.length > 0, name)
+      for (const rule of customize.relatedResources) {
+        for (const k of Object.keys(rule)) assert.ok(['apiVersion', 'resource', 'labelSelector', 'namespaceSelector', 'namespace', 'names'].includes(k), `${name}: ${k}`)
+        if (rule['names']) assert.equal(rule['labelSelector'], undefined, 'names with a selector is an error in Metacontroller')
+      }
     }
   })
 })

@@ -201,7 +201,7 @@ test('RBAC by default: Secrets through a ClusterRole and ClusterRoleBinding, dis
   const objects = render()
   assert.equal(all(objects, 'Role').length + all(objects, 'RoleBinding').length, 0)
   const exporter = only<Role>(objects, 'ClusterRole', 'kollect-exporter')
-  assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }])
+  assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
   const binding = only<Binding>(objects, 'ClusterRoleBinding', 'kollect-exporter')
   assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'kollect-exporter' })
   assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
@@ -217,7 +217,7 @@ test('tenantMode: a Role and RoleBinding per watched namespace, no cluster-wide 
   const bindings = all<Binding>(objects, 'RoleBinding')
   assert.deepEqual(roles.map((r) => r.metadata.namespace).sort(), ['team-a', 'team-b'])
   assert.deepEqual(bindings.map((b) => b.metadata.namespace).sort(), ['team-a', 'team-b'])
-  for (const role of roles) assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }])
+  for (const role of roles) assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
   for (const b of bindings) {
     const role = roles.find((r) => r.metadata.namespace === b.metadata.namespace)
     assert.deepEqual(b.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role?.metadata.name })

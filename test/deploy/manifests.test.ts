@@ -133,7 +133,7 @@ test('RBAC: the pod gets discovery and per-namespace Secret reads only', () => {
   const discovery = only<Role>(base, 'ClusterRole', 'kollect-discovery')
   assert.deepEqual(discovery.rules, [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*'], verbs: ['get'] }])
   const exporter = only<Role>(base, 'ClusterRole', 'kollect-exporter')
-  assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }])
+  assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
 
   const bindings = [...all<Binding>(base, 'ClusterRoleBinding'), ...all<Binding>(base, 'RoleBinding')]
   assert.deepEqual(bindings.map((b) => b.roleRef.name), ['kollect-discovery'], 'kollect-exporter is not bound cluster-wide by the base')

@@ -156,6 +156,15 @@ const namespacedTarget = (namespaces: string[], scopes: KubeObject[] = []) =>
 
 const sinkSync = (name: string, spec: Record<string, unknown>) => json(syncRequest(controllerFor('kollect-sinks'), fileSink('team-a', name, spec), {}))
 
+// ---- sinks' Secrets: only the sink's namespace's, or granted by every scope of that namespace ----
+const sinkSecretSync = (secretRef: Record<string, unknown>, scopes: KubeObject[] = []) =>
+  json(syncRequest(controllerFor('kollect-sinks'), fileSink('team-a', 'creds', { secretRef }), relatedMap([TYPES.scope], { [TYPES.scope]: scopes })))
+const secretDenied = (ref: string, scopes = '(no KollectScope: own namespace only)') => ({
+  status: 200 as const,
+  condition: { type: 'Ready', status: 'False', reason: 'ScopeSecretDenied', message: new RegExp(`^Secret ${esc(ref)} of KollectSink team-a/creds is not allowed by the scope of namespace team-a ${esc(scopes)}$`) },
+})
+const grant = (namespace: string, name: string) => ({ allowedSecrets: [{ namespace, name }] })
+
 const CASES: Case[] = [
   // -- malformed JSON --
   { reason: 'targets: empty body', route: T, body: '', expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(ENDS_EARLY) } },
@@ -316,6 +325,29 @@ const CASES: Case[] = [
   { reason: 'targets: cluster-scoped kind without a scope allowing "*"', route: T, body: json(targetSyncRequest([], { target: targetWith({ resource: { group: '', version: 'v1', kind: 'Namespace' }, labelSelector: undefined }) })), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeNamespaceDenied', message: /^Namespace is cluster-scoped; the scope of namespace team-a must allow all namespaces/ } } },
   { reason: "targets: profile from another namespace is not found", route: T, body: json(targetSyncRequest([deployment(1)], { profile: profileWith([{ name: 'x', cel: '1' }], 'deployments-basic', 'team-b') })), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ProfileNotFound', message: /^KollectProfile team-a\/deployments-basic not found$/ } } },
   { reason: 'targets: namespaces ["../x"] is refused by the schema', route: T, body: namespacedTarget(['../x']), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidSpec', message: /^spec\.namespaces\[0\]: must match pattern/ } } },
+
+  // -- sinks' Secrets and whose scopes count --
+  { reason: 'sinks: secretRef in another namespace without a scope', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }), expect: secretDenied('team-b/git-creds') },
+  { reason: 'sinks: secretRef namespace "../team-a" is another namespace', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: '../team-a' }), expect: secretDenied('../team-a/git-creds') },
+  { reason: 'sinks: secretRef granted only by a scope in the Secret\'s own namespace', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('b', grant('team-b', 'git-creds'), 'team-b')]), expect: secretDenied('team-b/git-creds') },
+  { reason: 'sinks: secretRef granted by one of two scopes of the sink\'s namespace', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', grant('team-b', 'git-creds')), scope('z', {})]), expect: secretDenied('team-b/git-creds', '(KollectScope a, z)') },
+  { reason: 'sinks: allowedSinks is no grant for a Secret of the same name', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', { allowedSinks: [{ namespace: 'team-b', name: 'git-creds' }] })]), expect: secretDenied('team-b/git-creds', '(KollectScope a)') },
+  { reason: 'sinks: secretRef granted by every scope of the sink\'s namespace is allowed', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', grant('team-b', 'git-creds')), scope('z', grant('team-b', 'git-creds'))]), expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
+  { reason: 'sinks: secretRef naming its own namespace needs no scope', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-a' }), expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
+  {
+    reason: 'inventories: a sink whose Secret is in another namespace is left out with ScopeSecretDenied',
+    route: I,
+    body: json(inventorySync({ sinks: [fileSink('team-a', 'files', { secretRef: { name: 'creds', namespace: 'kube-system' } })] })),
+    expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeSecretDenied', message: /^Secret kube-system\/creds of KollectSink team-a\/files is not allowed by the scope of namespace team-a/ } },
+    check: (res) => assert.deepEqual(statusOf(res)['sinks'], []),
+  },
+  { reason: 'targets: a related scope of another namespace allowing "*" is ignored', route: T, body: namespacedTarget(['team-a', 'team-b'], [scope('open', { allowedNamespaces: ['*'] }, 'team-b')]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(no KollectScope: own namespace only\)$/ } }, check: (res) => assert.equal(statusOf(res)['extractedCount'], 1) },
+  {
+    reason: 'inventories: a related scope of the sink\'s namespace listing it in allowedSinks is ignored',
+    route: I,
+    body: json(inventorySync({ spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ namespace: 'platform', name: 'files' }] }, sinks: [fileSink('platform', 'files')], scopes: [scope('open', { allowedSinks: [{ namespace: 'platform', name: 'files' }] }, 'platform')] })),
+    expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeSinkDenied', message: /^sinks not allowed by the scope of namespace team-a: platform\/files$/ } },
+  },
 
   // -- authorization (server with KOLLECT_HOOK_TOKEN) --
   { reason: 'auth: no Authorization header', server: 'auth', route: T, body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },

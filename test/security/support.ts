@@ -1,7 +1,8 @@
 // Helpers shared by the security tests: raw HTTP that tolerates early answers, request
 // builders for the hostile corpus, and an export through a real file sink.
 import { readdirSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
+import { createServer, request as httpRequest } from 'node:http'
+import { once } from 'node:events'
 import path from 'node:path'
 import type { Condition, KubeObject } from '../../api/types.js'
 import { readResponse, type HooksServer, type RawResponse } from '../support/hooks-server.js'
@@ -237,4 +238,47 @@ export async function exportThroughFileSink(server: HooksServer, opts: FileExpor
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0
+}
+
+export interface RecordingListener {
+  /** http://127.0.0.1:<port> */
+  url: string
+  port: number
+  /** TCP connections accepted, whatever the protocol (a PostgreSQL client counts too). */
+  connections: number
+  /** HTTP requests: method, path and the Authorization header. */
+  requests: { method: string; path: string; authorization: string | undefined }[]
+  reset(): void
+  close(): Promise<void>
+}
+
+/**
+ * A real socket on 127.0.0.1 that records who connects and what credentials arrive, and answers
+ * every HTTP request with 403: the endpoint a hostile sink would point at.
+ */
+export async function recordingListener(): Promise<RecordingListener> {
+  const server = createServer((req, res) => {
+    listener.requests.push({ method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization })
+    res.writeHead(403, { 'content-type': 'text/plain', connection: 'close' })
+    res.end('forbidden\n')
+  })
+  server.on('connection', () => { listener.connections++ })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  const listener: RecordingListener = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    connections: 0,
+    requests: [],
+    reset: () => {
+      listener.connections = 0
+      listener.requests = []
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections()
+      server.close(() => resolve())
+    }),
+  }
+  return listener
 }

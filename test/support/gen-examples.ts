@@ -33,7 +33,8 @@ export function exampleRequests(): Record<string, unknown> {
     'inventory-sync': syncRequest(controllerFor('kollect-inventories'), inventory, invRelated),
     'inventory-finalize': syncRequest(controllerFor('kollect-inventories'), deleting, invRelated, true),
     'profile-sync': syncRequest(controllerFor('kollect-profiles'), profile, {}),
-    'sink-sync': syncRequest(controllerFor('kollect-sinks'), sink, {}),
+    'sink-customize': customizeRequest(controllerFor('kollect-sinks'), sink),
+    'sink-sync': syncRequest(controllerFor('kollect-sinks'), sink, relatedMap([TYPES.scope], {})),
   }
 }
 

@@ -383,7 +383,7 @@ const controllers: { file: string; kind: KollectKind; route: string; resync: num
   { file: 'kollect-targets.yaml', kind: 'KollectTarget', route: 'targets', resync: 60, hooks: ['customize', 'finalize', 'sync'] },
   { file: 'kollect-inventories.yaml', kind: 'KollectInventory', route: 'inventories', resync: 60, hooks: ['customize', 'finalize', 'sync'] },
   { file: 'kollect-profiles.yaml', kind: 'KollectProfile', route: 'profiles', resync: 300, hooks: ['sync'] },
-  { file: 'kollect-sinks.yaml', kind: 'KollectSink', route: 'sinks', resync: 300, hooks: ['sync'] },
+  { file: 'kollect-sinks.yaml', kind: 'KollectSink', route: 'sinks', resync: 300, hooks: ['customize', 'sync'] },
 ]
 
 test('each CompositeController calls its kind\'s hooks at v2 on kollect-hooks, finalize only for targets and inventories', () => {

@@ -50,7 +50,7 @@ describe('customizeInventory', () => {
       },
     },
     {
-      reason: 'target names are sorted and deduplicated; sinks are grouped per namespace, namespaces and names sorted',
+      reason: 'target names are sorted and deduplicated; sinks are grouped per namespace, namespaces and names sorted; another sink namespace\'s scopes are asked for too',
       parent: inventory({
         targetRefs: [{ name: 'b' }, { name: 'a' }, { name: 'b' }],
         sinkRefs: [{ name: 'z' }, { name: 'shared-pg', namespace: 'platform' }, { name: 'a', namespace: 'team-a' }, { name: 'events', namespace: 'platform' }, { name: 'a' }],
@@ -61,6 +61,7 @@ describe('customizeInventory', () => {
           { apiVersion: API, resource: 'kollecttargets', namespace: 'team-a', names: ['a', 'b'] },
           { apiVersion: API, resource: 'kollectsinks', namespace: 'platform', names: ['events', 'shared-pg'] },
           { apiVersion: API, resource: 'kollectsinks', namespace: 'team-a', names: ['a', 'z'] },
+          { apiVersion: API, resource: 'kollectscopes', namespace: 'platform', labelSelector: {} },
         ],
       },
     },
@@ -104,6 +105,15 @@ function composed(over: { targets?: string[]; sinks?: { namespace: string; name:
 
 const WITH_SHARED_PG = [{ name: 'git-demo' }, { name: 'shared-pg', namespace: 'platform' }]
 const BOTH_SINKS = [{ namespace: 'team-a', name: 'git-demo', spec: GIT_SPEC }, { namespace: 'platform', name: 'shared-pg', spec: PG_SPEC }]
+const ALLOW_SHARED_PG = scopeCr('pg', { allowedSinks: [{ namespace: 'platform', name: 'shared-pg' }] })
+const VAULT_CREDS = { namespace: 'vault', name: 'git-creds' }
+/** The example git sink with a remote and a Secret in the namespace vault. */
+const REMOTE_GIT_SPEC: KollectSinkSpec = { ...GIT_SPEC, git: { ...GIT_SPEC.git, url: 'https://git.example.com/inv.git' }, secretRef: VAULT_CREDS }
+const REMOTE_GIT: KubeObject = { ...GIT_SINK, spec: REMOTE_GIT_SPEC }
+/** shared-pg in platform, reading its DSN from the namespace vault. */
+const VAULT_PG_SPEC: KollectSinkSpec = { ...PG_SPEC, secretRef: { namespace: 'vault', name: 'pg-creds' } }
+const VAULT_PG: KubeObject = { ...SHARED_PG, spec: VAULT_PG_SPEC }
+const GIT_SECRET_DENIED = { reason: 'ScopeSecretDenied', message: 'Secret vault/git-creds of KollectSink team-a/git-demo is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)' }
 
 describe('composeInventory', () => {
   const cases: { reason: string; req: () => SyncRequest; want: Composed }[] = [
@@ -124,8 +134,38 @@ describe('composeInventory', () => {
     },
     {
       reason: 'a sink in another namespace that the scope allows is resolved',
-      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { scopes: [scopeCr('pg', { allowedSinks: [{ namespace: 'platform', name: 'shared-pg' }] })] }),
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { scopes: [ALLOW_SHARED_PG] }),
       want: composed({ sinks: BOTH_SINKS }),
+    },
+    {
+      reason: 'a sink whose Secret is in another namespace is ScopeSecretDenied and left out without a scope granting it',
+      req: () => request(inventory(), { sinks: [REMOTE_GIT] }),
+      want: composed({ sinks: [] }, [GIT_SECRET_DENIED]),
+    },
+    {
+      reason: 'a scope of the sink\'s namespace listing the Secret in allowedSecrets lets the sink use it',
+      req: () => request(inventory(), { sinks: [REMOTE_GIT], scopes: [scopeCr('vault', { allowedSecrets: [VAULT_CREDS] })] }),
+      want: composed({ sinks: [{ namespace: 'team-a', name: 'git-demo', spec: REMOTE_GIT_SPEC }] }),
+    },
+    {
+      reason: 'two scopes in the sink\'s namespace: one that does not list the Secret refuses it',
+      req: () => request(inventory(), { sinks: [REMOTE_GIT], scopes: [scopeCr('vault', { allowedSecrets: [VAULT_CREDS] }), scopeCr('other', {})] }),
+      want: composed({ sinks: [] }, [{ ...GIT_SECRET_DENIED, message: GIT_SECRET_DENIED.message.replace('(no KollectScope: own namespace only)', '(KollectScope other, vault)') }]),
+    },
+    {
+      reason: 'a sink of another namespace is judged by its own namespace\'s scopes, not the inventory\'s',
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { sinks: [GIT_SINK, VAULT_PG], scopes: [scopeCr('pg', { allowedSinks: [{ namespace: 'platform', name: 'shared-pg' }], allowedSecrets: [{ namespace: 'vault', name: 'pg-creds' }] })] }),
+      want: composed({}, [{ reason: 'ScopeSecretDenied', message: 'Secret vault/pg-creds of KollectSink platform/shared-pg is not allowed by the scope of namespace platform (no KollectScope: own namespace only)' }]),
+    },
+    {
+      reason: 'the scope of the other sink\'s namespace can grant its Secret',
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { sinks: [GIT_SINK, VAULT_PG], scopes: [ALLOW_SHARED_PG, scopeCr('platform', { allowedSecrets: [{ namespace: 'vault', name: 'pg-creds' }] }, 'platform')] }),
+      want: composed({ sinks: [{ namespace: 'team-a', name: 'git-demo', spec: GIT_SPEC }, { namespace: 'platform', name: 'shared-pg', spec: VAULT_PG_SPEC }] }),
+    },
+    {
+      reason: 'a related scope of another namespace never widens the inventory\'s: its allowedSinks and minDebounce are ignored',
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { scopes: [scopeCr('platform', { allowedSinks: [{ namespace: 'platform', name: 'shared-pg' }], minDebounce: '1h' }, 'platform')] }),
+      want: composed({}, [{ reason: 'ScopeSinkDenied', message: 'sinks not allowed by the scope of namespace team-a: platform/shared-pg' }]),
     },
     {
       reason: 'a sink that does not exist is SinkNotFound, and a repeated ref counts once',

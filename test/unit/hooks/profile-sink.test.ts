@@ -3,10 +3,10 @@ import assert from 'node:assert/strict'
 import { validateStatus } from '../../../api/crd-schemas.js'
 import type { Condition, KollectSinkSpec, KubeObject } from '../../../api/types.js'
 import { syncProfile } from '../../../hooks/profile-sync.js'
-import type { SyncRequest, SyncResponse } from '../../../hooks/request.js'
-import { syncSink, type SinkPolicy } from '../../../hooks/sink-sync.js'
-import { controllerFor, loadExampleCr, syncRequest } from '../../support/metacontroller.js'
-import { asSyncRequest, cond, wire } from './fixtures.js'
+import type { CustomizeRequest, SyncRequest, SyncResponse } from '../../../hooks/request.js'
+import { customizeSink, mayCheck, reviewSink, syncSink, type SinkPolicy } from '../../../hooks/sink-sync.js'
+import { controllerFor, customizeRequest, loadExampleCr, relatedMap, syncRequest, TYPES } from '../../support/metacontroller.js'
+import { asSyncRequest, cond, scopeCr, wire } from './fixtures.js'
 
 function profileRequest(attributes?: object[]): SyncRequest {
   const p = loadExampleCr('profile-deployments.yaml')
@@ -185,6 +185,58 @@ describe('syncSink with a reachability check', () => {
     test(c.reason, () => {
       const got = syncSink(sink(), POLICY, c.check)
       assert.deepStrictEqual(got.status['conditions'], c.want)
+      assert.deepStrictEqual(validateStatus('KollectSink', wire(got.status)), { valid: true })
+    })
+  }
+})
+
+describe('customizeSink', () => {
+  test('a sink asks for the KollectScopes of its own namespace only', () => {
+    const parent = { ...loadExampleCr('sink-git.yaml'), metadata: { name: 'git', namespace: 'team-b', uid: 'u', generation: 1 } }
+    assert.deepStrictEqual(customizeSink(wire(customizeRequest(controllerFor('kollect-sinks'), parent)) as unknown as CustomizeRequest), {
+      relatedResources: [{ apiVersion: 'kollect.dev/v1alpha1', resource: 'kollectscopes', namespace: 'team-b', labelSelector: {} }],
+    })
+  })
+})
+
+describe('syncSink: the Secret a sink may use', () => {
+  const FOREIGN = { type: 'git' as const, secretRef: { name: 'git-creds', namespace: 'team-b' }, git: { url: 'https://git.example.com/inv.git' } }
+  const withScopes = (spec: Partial<KollectSinkSpec> & Record<string, unknown>, scopes: KubeObject[]) =>
+    asSyncRequest(syncRequest(controllerFor('kollect-sinks'), sinkCr(spec), relatedMap([TYPES.scope], { [TYPES.scope]: scopes })))
+  const DENIED = 'Secret team-b/git-creds of KollectSink team-a/s is not allowed by the scope of namespace team-a'
+  const cases: { reason: string; spec: Partial<KollectSinkSpec> & Record<string, unknown>; scopes: KubeObject[]; want: SyncResponse; checked: boolean }[] = [
+    {
+      reason: 'another namespace\'s Secret without a scope is ScopeSecretDenied, naming the ref',
+      spec: FOREIGN, scopes: [], checked: false,
+      want: sinkStatus(cond('Ready', 'False', 'ScopeSecretDenied', `${DENIED} (no KollectScope: own namespace only)`, 2)),
+    },
+    {
+      reason: 'a scope of the sink\'s namespace listing the Secret allows it',
+      spec: FOREIGN, scopes: [scopeCr('creds', { allowedSecrets: [{ namespace: 'team-b', name: 'git-creds' }] })], checked: true,
+      want: VALID(2),
+    },
+    {
+      reason: 'a scope in the Secret\'s namespace cannot grant it: only the sink\'s namespace\'s scopes count',
+      spec: FOREIGN, scopes: [scopeCr('creds', { allowedSecrets: [{ namespace: 'team-b', name: 'git-creds' }] }, 'team-b')], checked: false,
+      want: sinkStatus(cond('Ready', 'False', 'ScopeSecretDenied', `${DENIED} (no KollectScope: own namespace only)`, 2)),
+    },
+    {
+      reason: 'a denied Secret and a configuration problem are both reported, the denial as the reason',
+      spec: { ...FOREIGN, git: { url: 'https://localhost/x.git' } }, scopes: [scopeCr('other', {})], checked: false,
+      want: sinkStatus(cond('Ready', 'False', 'ScopeSecretDenied', `${DENIED} (KollectScope other); spec.git.url: host localhost is link-local or loopback`, 2)),
+    },
+    {
+      reason: 'the sink\'s own namespace spelled out needs no scope',
+      spec: { ...FOREIGN, secretRef: { name: 'git-creds', namespace: 'team-a' } }, scopes: [], checked: true,
+      want: VALID(2),
+    },
+  ]
+  for (const c of cases) {
+    test(c.reason, () => {
+      const req = withScopes(c.spec, c.scopes)
+      const got = syncSink(req, POLICY)
+      assert.deepStrictEqual(got, c.want)
+      assert.equal(mayCheck(reviewSink(req, POLICY)), c.checked, 'reachability is checked only for a valid sink whose Secret is allowed')
       assert.deepStrictEqual(validateStatus('KollectSink', wire(got.status)), { valid: true })
     })
   }

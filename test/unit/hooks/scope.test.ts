@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { KollectScopeSpec } from '../../../api/types.js'
-import { effectiveScope, resolveNamespaces, type EffectiveScope } from '../../../hooks/scope.js'
+import { effectiveScope, resolveNamespaces, secretDenial, type EffectiveScope, type SecretRef } from '../../../hooks/scope.js'
 
 // An EffectiveScope holds functions; it is compared through what it answers for a fixed set of probes.
 const RESOURCES: [group: string, kind: string][] = [['apps', 'Deployment'], ['apps', 'StatefulSet'], ['batch', 'Job'], ['', 'ConfigMap'], ['', 'Secret']]
@@ -162,6 +162,42 @@ describe('effectiveScope', () => {
       assert.deepStrictEqual(view(effectiveScope('team-a', c.scopes)), c.want)
     })
   }
+})
+
+describe('secretAllowed and secretDenial', () => {
+  type Scopes = { name: string; spec: KollectScopeSpec }[]
+  const GIT = { namespace: 'platform', name: 'git-creds' }
+  const cases: { reason: string; scopes: Scopes; sinkNamespace?: string; ref: SecretRef; want: boolean }[] = [
+    { reason: 'a Secret of the sink\'s own namespace, no scope', scopes: [], ref: { name: 'git-creds' }, want: true },
+    { reason: 'the own namespace spelled out is the own namespace', scopes: [], ref: { name: 'git-creds', namespace: 'team-a' }, want: true },
+    { reason: 'an empty namespace means the sink\'s own', scopes: [], ref: { name: 'git-creds', namespace: '' }, want: true },
+    { reason: 'another namespace\'s Secret without a scope is refused', scopes: [], ref: GIT, want: false },
+    { reason: 'a scope without allowedSecrets refuses it', scopes: [{ name: 's', spec: { allowedSinks: [{ ...GIT }] } }], ref: GIT, want: false },
+    { reason: 'a scope listing exactly that Secret allows it', scopes: [{ name: 's', spec: { allowedSecrets: [GIT] } }], ref: GIT, want: true },
+    { reason: 'a scope listing another Secret of that namespace refuses it', scopes: [{ name: 's', spec: { allowedSecrets: [{ namespace: 'platform', name: 'pg-creds' }] } }], ref: GIT, want: false },
+    { reason: 'the same name in another namespace is another Secret', scopes: [{ name: 's', spec: { allowedSecrets: [{ namespace: 'team-b', name: 'git-creds' }] } }], ref: GIT, want: false },
+    { reason: 'two scopes: one listing it is not enough (most restrictive reading)', scopes: [{ name: 'a', spec: { allowedSecrets: [GIT] } }, { name: 'b', spec: {} }], ref: GIT, want: false },
+    { reason: 'two scopes both listing it allow it', scopes: [{ name: 'a', spec: { allowedSecrets: [GIT] } }, { name: 'b', spec: { allowedSecrets: [{ namespace: 'x', name: 'y' }, GIT] } }], ref: GIT, want: true },
+    { reason: 'a grant in team-a\'s scope does not extend to a sink of another namespace', scopes: [{ name: 's', spec: { allowedSecrets: [GIT] } }], sinkNamespace: 'team-b', ref: GIT, want: false },
+    { reason: 'a sink of another namespace still uses its own Secrets', scopes: [], sinkNamespace: 'team-b', ref: { name: 'git-creds' }, want: true },
+    { reason: 'a name that is not a string never matches a grant', scopes: [{ name: 's', spec: { allowedSecrets: [{ namespace: 'platform', name: 'undefined' }] } }], ref: { namespace: 'platform' } as unknown as SecretRef, want: false },
+  ]
+  for (const c of cases) {
+    test(c.reason, () => {
+      const scope = effectiveScope('team-a', c.scopes)
+      const sink = { namespace: c.sinkNamespace ?? 'team-a', name: 'git' }
+      assert.equal(scope.secretAllowed(sink.namespace, c.ref), c.want)
+      assert.equal(secretDenial(sink, c.ref, scope) === null, c.want)
+    })
+  }
+
+  test('a denial names the Secret, the sink and the scopes, and a sink without a secretRef is never denied', () => {
+    assert.equal(secretDenial({ namespace: 'team-a', name: 'git' }, GIT, effectiveScope('team-a', [])),
+      'Secret platform/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)')
+    assert.equal(secretDenial({ namespace: 'team-a', name: 'git' }, GIT, effectiveScope('team-a', [{ name: 'b', spec: {} }, { name: 'a', spec: { allowedSecrets: [GIT] } }])),
+      'Secret platform/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (KollectScope a, b)')
+    assert.equal(secretDenial({ namespace: 'team-a', name: 'files' }, undefined, effectiveScope('team-a', [])), null)
+  })
 })
 
 describe('resolveNamespaces', () => {

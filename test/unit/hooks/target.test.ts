@@ -262,6 +262,17 @@ describe('syncTarget', () => {
       ]),
     },
     {
+      reason: 'a related scope of another namespace is ignored: it cannot widen the target\'s namespaces (nor name itself in messages)',
+      req: () => request([deployment(1), deployment(3, { namespace: 'team-b' })], {
+        target: target({ namespaces: ['team-b'] }),
+        scopes: [scopeCr('wide-open', { allowedNamespaces: ['*'] }, 'team-b')],
+      }),
+      want: synced({ matchedCount: 0, extractedCount: 0, failedCount: 0 }, [], [
+        cond('Degraded', 'True', 'ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b (no KollectScope: own namespace only)'),
+        cond('Ready', 'True', 'Extracted', '0 of 0 matched objects extracted'),
+      ]),
+    },
+    {
       reason: 'a required attribute that errors on one object fails that object only: counted, keyed in failedKeys, named in lastError',
       req: () => request([deployment(1), deployment(0)], { profile: profile([{ name: 'ratio', cel: '100 / int(object.status.readyReplicas)' }]) }),
       want: synced(
