@@ -102,15 +102,14 @@ export async function startControlPlane(): Promise<ControlPlane> {
     procs.push(apiserver)
 
     const url = `https://127.0.0.1:${securePort}`
-    let ca: Buffer | null = null
+    const certFile = path.join(certDir, 'apiserver.crt')
     await pollUntil('kube-apiserver /readyz', async () => {
-      ca ??= readIfExists(path.join(certDir, 'apiserver.crt'))
-      if (!ca) return false
-      const r = await rawRequest(url, ca, token, 'GET', '/readyz').catch(() => null)
-      return r?.status === 200
+      // Read again on every try: the file may be there before it is completely written.
+      const ca = readIfExists(certFile)
+      return ca !== null && (await rawRequest(url, ca, token, 'GET', '/readyz').catch(() => null))?.status === 200
     }, { timeoutMs: STARTUP_TIMEOUT_MS, proc: apiserver })
-    const caData = ca as unknown as Buffer
     const startMs = Date.now() - started
+    const caData = readFileSync(certFile)
 
     const kubeconfigPath = path.join(dir, 'kubeconfig')
     writeFileSync(kubeconfigPath, JSON.stringify({
