@@ -9,7 +9,7 @@
 #   scripts/install-helm.sh --print-paths  only print HELM=path (what the tests read)
 #
 # From source rather than a downloaded tarball because CI reaches the Go module proxy and
-# nothing else. A cold build takes one to two minutes (module downloads included).
+# nothing else. A cold build takes two to six minutes on two cores (module downloads included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOL_SCRIPT=install-helm

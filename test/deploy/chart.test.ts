@@ -3,8 +3,8 @@
 // kollect-system), the hook token wiring, the values schema, and the optional objects.
 //
 // helm: $HELM, else the pinned build in the tools cache (scripts/install-helm.sh --print-paths),
-// which scripts/install-helm.sh builds with the local Go toolchain when it is missing (a minute
-// or two the first time). No helm is a failure, not a skip.
+// which scripts/install-helm.sh builds with the local Go toolchain when it is missing (a few
+// minutes the first time). No helm is a failure, not a skip.
 import { before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
