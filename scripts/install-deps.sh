@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # System packages the tests need: PostgreSQL and nats-server (real servers, started by the tests
-# on loopback ports) and git. Debian packages only; idempotent.
+# on loopback ports), git, and Go to build helm, kube-apiserver and etcd (scripts/install-helm.sh,
+# scripts/install-kube.sh) unless HELM, KOLLECT_KUBE_APISERVER and KOLLECT_ETCD all name prebuilt
+# binaries. Debian packages only; idempotent. Debian 12's Go (1.19) is too old to build them
+# itself; scripts/lib/tools.sh then fetches a newer toolchain from the Go module proxy.
 set -euo pipefail
 
 need=()
 command -v git >/dev/null || need+=(git)
 command -v nats-server >/dev/null || need+=(nats-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+if [ -z "${HELM:-}" ] || [ -z "${KOLLECT_KUBE_APISERVER:-}" ] || [ -z "${KOLLECT_ETCD:-}" ]; then
+  command -v go >/dev/null || need+=(golang-go)
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
@@ -16,4 +22,5 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 # The Debian package starts a cluster on 5432; the tests run their own, so leave it alone.
-echo "system dependencies present: git $(git --version | cut -d' ' -f3), nats-server $(nats-server --version 2>&1 | head -1), postgres $(ls -d /usr/lib/postgresql/*/ | head -1)"
+go_used="$(command -v go >/dev/null && go version | cut -d' ' -f3 || echo 'none (prebuilt tools)')"
+echo "system dependencies present: git $(git --version | cut -d' ' -f3), nats-server $(nats-server --version 2>&1 | head -1), postgres $(ls -d /usr/lib/postgresql/*/ | head -1), go $go_used"

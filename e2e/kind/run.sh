@@ -22,10 +22,9 @@ in_exporter() { k exec -n "$NS" deploy/kollect -c exporter -- "$@"; }
 for tool in docker kind kubectl; do
   command -v "$tool" >/dev/null || { echo "e2e/kind: $tool is required (see e2e/kind/README.md)" >&2; exit 1; }
 done
-if [ -z "${HELM:-}" ]; then
-  bash scripts/install-helm.sh
-  HELM="$PWD/.cache/bin/helm"
-fi
+# $HELM if set, else the pinned build in the tools cache (built when missing).
+bash scripts/install-helm.sh
+HELM="$(bash scripts/install-helm.sh --print-paths | sed -n 's/^HELM=//p')"
 
 diagnose() {
   echo "---- diagnostics ----"

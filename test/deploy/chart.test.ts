@@ -2,12 +2,13 @@
 // CompositeControllers (the same as compositecontrollers/*.yaml for release "kollect" in
 // kollect-system), the hook token wiring, the values schema, and the optional objects.
 //
-// helm: $HELM, else .cache/bin/helm, else scripts/install-helm.sh builds the pinned version
-// with the local Go toolchain (a minute or two the first time). No helm is a failure, not a skip.
+// helm: $HELM, else the pinned build in the tools cache (scripts/install-helm.sh --print-paths),
+// which scripts/install-helm.sh builds with the local Go toolchain when it is missing (a few
+// minutes the first time). No helm is a failure, not a skip.
 import { before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { accessSync, constants, existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   all,
@@ -26,6 +27,7 @@ import {
   type Role,
   type Service,
 } from './k8s.js'
+import { isExecutable, requireTool, toolPaths } from '../support/tools.js'
 
 const CHART = join(repoRoot, 'charts', 'kollect')
 const RELEASE = 'kollect'
@@ -36,29 +38,14 @@ const INSTALL_TIMEOUT_MS = 20 * 60_000
 
 let helm = ''
 
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
-
 before(() => {
-  if (process.env.HELM) {
-    assert.ok(isExecutable(process.env.HELM), `HELM=${process.env.HELM} is not an executable`)
-    helm = process.env.HELM
-    return
-  }
-  const cached = join(repoRoot, '.cache', 'bin', 'helm')
-  if (!isExecutable(cached)) {
+  const file = toolPaths('install-helm.sh').HELM ?? ''
+  if (!process.env.HELM && !isExecutable(file)) {
     // Output to stderr: the test runner owns stdout.
     const install = spawnSync('bash', [join(repoRoot, 'scripts', 'install-helm.sh')], { cwd: repoRoot, stdio: ['ignore', 2, 2], timeout: INSTALL_TIMEOUT_MS })
     assert.equal(install.status, 0, `scripts/install-helm.sh failed (${install.error?.message ?? `exit ${install.status}`}); set HELM to a helm v3 binary`)
   }
-  assert.ok(isExecutable(cached), `scripts/install-helm.sh left no executable at ${cached}`)
-  helm = cached
+  helm = requireTool('install-helm.sh', 'HELM')
 }, { timeout: INSTALL_TIMEOUT_MS + 60_000 })
 
 interface Run {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Everything the test suite needs besides npm packages, in one step (`npm test` and .ci/run run it):
+#   scripts/install-deps.sh  PostgreSQL, nats-server, git and Go, from Debian when missing
+#   scripts/install-helm.sh  helm, built from the Go module proxy (or $HELM)
+#   scripts/install-kube.sh  kube-apiserver and etcd, built from the Go module proxy
+#                            (or $KOLLECT_KUBE_APISERVER and $KOLLECT_ETCD)
+# Each step is idempotent and prints what it uses. Built tools are cached outside the clone
+# (${KOLLECT_TOOLS_DIR:-$HOME/.cache/kollect-tools}), keyed by version: a warm run builds nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+start=$SECONDS
+bash scripts/install-deps.sh
+bash scripts/install-helm.sh
+bash scripts/install-kube.sh
+echo "install-test-tools: ready in $((SECONDS - start)) s"

@@ -1,0 +1,41 @@
+import { spawnSync } from 'node:child_process'
+import { accessSync, constants } from 'node:fs'
+import path from 'node:path'
+import { ROOT } from './metacontroller.js'
+
+// The binaries that scripts/install-helm.sh and scripts/install-kube.sh build (or that the
+// environment overrides name). The scripts own the layout (tools cache, version keys,
+// overrides) and print it with --print-paths; the tests only read it.
+
+export type ToolScript = 'install-helm.sh' | 'install-kube.sh'
+
+/** NAME=path lines of `scripts/<script> --print-paths`, as a record. */
+export function toolPaths(script: ToolScript): Record<string, string> {
+  const r = spawnSync('bash', [path.join(ROOT, 'scripts', script), '--print-paths'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 })
+  if (r.status !== 0) throw new Error(`scripts/${script} --print-paths failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stderr}`)
+  const out: Record<string, string> = {}
+  for (const line of r.stdout.split('\n')) {
+    const eq = line.indexOf('=')
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1)
+  }
+  return out
+}
+
+export function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The path of one tool, which must exist: a missing one fails with the command that builds it. */
+export function requireTool(script: ToolScript, name: string): string {
+  const file = toolPaths(script)[name]
+  if (!file) throw new Error(`scripts/${script} --print-paths names no ${name}`)
+  if (!isExecutable(file)) {
+    throw new Error(`${name}: no executable at ${file}. Build it with \`bash scripts/${script}\` (needs Go and the module proxy), or set ${name} to a prebuilt binary.`)
+  }
+  return file
+}
