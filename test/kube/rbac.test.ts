@@ -2,9 +2,12 @@
 // objects `helm template` renders are applied as they are, and the exporter's own credential
 // reader (server/credentials.ts, through @kubernetes/client-node) runs as that service account
 // by impersonation. tenantMode confines Secret reads to watchNamespaces; the default does not.
+// On top of RBAC, the reader itself refuses another namespace's Secret unless a KollectScope of
+// the sink's namespace grants it, and it decides that before any read.
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
 import path from 'node:path'
 import * as k8s from '@kubernetes/client-node'
 import type { ResolvedSink } from '../../api/types.js'
@@ -31,6 +34,8 @@ function renderRbac(release: string, namespace: string, set: string[]): string {
 
 before(async () => {
   cp = await startControlPlane()
+  const crds = path.join(ROOT, 'manifests', 'crds')
+  for (const f of readdirSync(crds).filter((f) => f.startsWith('kollect.dev_'))) await cp.applyYaml(path.join(crds, f))
   for (const ns of NAMESPACES) {
     await cp.applyYaml(`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${ns}}\n`)
     await cp.applyYaml(`apiVersion: v1\nkind: Secret\nmetadata: {name: pg-creds, namespace: ${ns}}\nstringData: {dsn: "postgres://u:pw@db.${ns}/inv"}\n`)
@@ -58,7 +63,7 @@ function readerAs(serviceAccount: string) {
 test('tenantMode: the exporter reads sink Secrets in watchNamespaces and nowhere else', async () => {
   const read = readerAs('system:serviceaccount:kollect-system:kollect')
   assert.deepEqual(await read(sink('team-a')), { dsn: 'postgres://u:pw@db.team-a/inv' })
-  for (const [where, s] of [['team-b', sink('team-b')], ['kollect-system', sink('kollect-system')], ['team-b through a team-a sink', sink('team-a', 'team-b')]] as const) {
+  for (const [where, s] of [['team-b', sink('team-b')], ['kollect-system', sink('kollect-system')]] as const) {
     await assert.rejects(read(s), (err: Error) => {
       assert.equal(err.name, 'SinkError')
       assert.match(err.message, /cannot be read \(HTTP 403\)/, where)
@@ -66,6 +71,36 @@ test('tenantMode: the exporter reads sink Secrets in watchNamespaces and nowhere
       return true
     }, where)
   }
+})
+
+/** A SinkError refusing the Secret by scope: permanent, and without data. */
+function scopeDenied(err: Error & { retriable?: boolean }): boolean {
+  assert.equal(err.name, 'SinkError')
+  assert.match(err.message, /^ScopeSecretDenied: Secret team-b\/pg-creds of KollectSink team-a\/pg is not allowed by the scope of namespace team-a/)
+  assert.equal(err.retriable, false)
+  assert.doesNotMatch(err.message, /postgres:\/\//)
+  return true
+}
+
+test('another namespace\'s Secret is refused by scope before RBAC is asked, until a scope of the sink\'s namespace grants it', async () => {
+  // The wide release may read team-b's Secret by RBAC: only the scope rule stands in the way.
+  const wide = readerAs('system:serviceaccount:wide-system:wide-kollect')
+  await assert.rejects(wide(sink('team-a', 'team-b')), scopeDenied, 'no scope in team-a')
+  // A grant written in the Secret's own namespace does not count.
+  await cp.applyYaml('apiVersion: kollect.dev/v1alpha1\nkind: KollectScope\nmetadata: {name: grant-from-b, namespace: team-b}\nspec: {allowedSecrets: [{namespace: team-b, name: pg-creds}]}\n')
+  await assert.rejects(wide(sink('team-a', 'team-b')), scopeDenied, 'a scope in team-b grants nothing to team-a')
+
+  await cp.applyYaml('apiVersion: kollect.dev/v1alpha1\nkind: KollectScope\nmetadata: {name: team-a, namespace: team-a}\nspec: {allowedSecrets: [{namespace: team-b, name: pg-creds}]}\n')
+  assert.deepEqual(await wide(sink('team-a', 'team-b')), { dsn: 'postgres://u:pw@db.team-b/inv' }, 'granted by the scope of team-a')
+  // Every scope of the namespace must agree: a second one that does not list it revokes the grant.
+  await cp.applyYaml('apiVersion: kollect.dev/v1alpha1\nkind: KollectScope\nmetadata: {name: strict, namespace: team-a}\nspec: {allowedNamespaces: [team-a]}\n')
+  await assert.rejects(wide(sink('team-a', 'team-b')), scopeDenied, 'a second scope without the grant')
+  await cp.request('DELETE', '/apis/kollect.dev/v1alpha1/namespaces/team-a/kollectscopes/strict')
+
+  // Granted by scope, the narrowed release is still bound by RBAC: team-b is outside watchNamespaces.
+  const narrow = readerAs('system:serviceaccount:kollect-system:kollect')
+  await assert.rejects(narrow(sink('team-a', 'team-b')), /Secret team-b\/pg-creds: cannot be read \(HTTP 403\)/)
+  await cp.request('DELETE', '/apis/kollect.dev/v1alpha1/namespaces/team-a/kollectscopes/team-a')
 })
 
 test('tenantMode: get only; listing or writing Secrets is forbidden even in a watched namespace', async () => {
