@@ -8,7 +8,7 @@ import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
 import { sinkProblems, sinkSyncResponse } from '../hooks/sink-sync.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget } from '../hooks/target.js'
-import { bearerMatches } from './auth.js'
+import { authorized } from './auth.js'
 import type { Config } from './config.js'
 import type { PluralResolver } from './discovery.js'
 import { KollectError, errorBody } from './errors.js'
@@ -64,7 +64,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   // the bearer check, then the in-flight bounds. A body without Content-Length (chunked) counts
   // as the largest body allowed.
   const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (!bearerMatches(request.headers.authorization, config.hookToken)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
+    if (!authorized(request.headers.authorization, config.hookAuth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
     const declared = request.headers['content-length']
     const bytes = declared === undefined ? config.hookBodyLimit : Number(declared) || 0
     if (inflight >= config.maxInflightRequests || (inflight > 0 && inflightBytes + bytes > config.maxInflightBytes)) {

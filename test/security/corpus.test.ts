@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { inspect } from 'node:util'
@@ -20,7 +21,7 @@ type Expect =
   | { status: number; code?: string; message?: RegExp; body?: Record<string, unknown> }
   | { status: 200; condition: { type: string; status: string; reason: string; message?: RegExp } }
 
-type ServerName = 'main' | 'auth' | 'small'
+type ServerName = 'main' | 'auth' | 'fileauth' | 'small'
 
 interface Case {
   reason: string
@@ -43,6 +44,7 @@ const I = ROUTES.inventorySync
 const P = ROUTES.profileSync
 const S = ROUTES.sinkSync
 const TOKEN = 'sekret-token'
+const FILE_TOKEN = 'file-token-from-a-secret'
 const SMALL_LIMIT = 64 * 1024
 const UNAUTHORIZED = { code: 'KOLLECT_ERR_HOOK_UNAUTHORIZED', message: 'unauthorized' }
 
@@ -340,6 +342,11 @@ const CASES: Case[] = [
   { reason: 'auth: percent-encoded "s" in /hook%73/inventories/sync still needs the token', server: 'auth', route: I, rawPath: '/hook%73/inventories/sync', body: INVENTORY_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: absolute-form request-target http://kollect/hooks/targets/sync still needs the token', server: 'auth', route: T, rawPath: 'http://kollect/hooks/targets/sync', body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: the right token works', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN}` }, expect: extracted(2) },
+  // A token read from a file with padding: the padding is not part of it, and nothing blank opens it.
+  { reason: 'auth (token file): no Authorization header', server: 'fileauth', route: I, body: INVENTORY_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth (token file): empty bearer token', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: 'Bearer ' }, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth (token file): the file content with its padding', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer  \t${FILE_TOKEN}` }, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth (token file): the trimmed token works', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${FILE_TOKEN}` }, expect: extracted(2) },
 
   // -- methods, routes, query strings, content types --
   { reason: 'routes: GET on a hook', route: T, method: 'GET', body: '', expect: { status: 404, code: 'KOLLECT_ERR_HOOK_NOT_FOUND', message: /^no such endpoint: GET \/hooks\/targets\/sync$/ } },
@@ -362,13 +369,18 @@ const CASES: Case[] = [
 ]
 
 const servers = {} as Record<ServerName, HooksServer>
+let tokenDir: string
 before(async () => {
   servers.main = await startHooksServer({ KOLLECT_SYNC_TIMEOUT_MS: '2500' })
   servers.auth = await startHooksServer({ KOLLECT_HOOK_TOKEN: TOKEN })
+  tokenDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-corpus-token-'))
+  writeFileSync(path.join(tokenDir, 'token'), ` \t${FILE_TOKEN}\n\n`)
+  servers.fileauth = await startHooksServer({ KOLLECT_HOOK_TOKEN_FILE: path.join(tokenDir, 'token') })
   servers.small = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(SMALL_LIMIT) })
 })
 after(async () => {
   await Promise.all(Object.values(servers).map((s) => s.close()))
+  rmSync(tokenDir, { recursive: true, force: true })
 })
 
 async function goodSyncStillWorks(): Promise<void> {
