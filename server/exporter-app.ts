@@ -2,6 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { ExporterClient, InventoryComposition, ObjectRef, ResolvedSink, TargetReport } from '../api/types.js'
 import { authHeader, authorized, type HookAuth } from './auth.js'
 import { KollectError, errorBody } from './errors.js'
+import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 
@@ -16,7 +17,7 @@ export const EXPORTER_ROUTES = {
 } as const
 
 export async function buildExporterApp(deps: { exporter: ExporterClient; auth: HookAuth; bodyLimit: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit })
+  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit, ...HTTP_TIMEOUTS })
   app.addHook('onRequest', async (request) => {
     if (request.url.startsWith('/v1/') && !authorized(request.headers.authorization, deps.auth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
   })

@@ -15,6 +15,7 @@ import { KollectError, errorBody } from './errors.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { ExtractPool } from './extract-pool.js'
+import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { jsonErrorSummary } from './json-errors.js'
 import { customizeSchema, syncSchema } from './request-schemas.js'
 import { checkEndpoint } from './ssrf.js'
@@ -39,13 +40,10 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
     genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : randomUUID()),
-    requestTimeout: 60_000,
-    connectionTimeout: 120_000,
-    keepAliveTimeout: 15_000,
+    ...HTTP_TIMEOUTS,
     // Plain ajv for the envelope: no coercion, so a wrong type is a 400, not silently fixed.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   })
-  app.server.headersTimeout = 10_000
 
   // Metacontroller sends application/json; curl -d sends form encoding. Every content type is
   // parsed as JSON, with the secure parser that refuses __proto__ and constructor keys.
