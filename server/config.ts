@@ -120,6 +120,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
       maxAstNodes: DEFAULT_LIMITS.maxAstNodes,
       maxItemBytes: int(env, 'KOLLECT_MAX_ITEM_BYTES', DEFAULT_LIMITS.maxItemBytes),
       maxRequestItemBytes: int(env, 'KOLLECT_MAX_SYNC_OUTPUT_BYTES', DEFAULT_LIMITS.maxRequestItemBytes),
+      maxJsonDepth: int(env, 'KOLLECT_MAX_JSON_DEPTH', DEFAULT_LIMITS.maxJsonDepth),
     },
   }
 }

@@ -3,6 +3,7 @@ import type { ExporterClient, InventoryComposition, ObjectRef, ResolvedSink, Tar
 import { authHeader, authorized, type HookAuth } from './auth.js'
 import { KollectError, errorBody } from './errors.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
+import { jsonBodyParser } from './json-depth.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 
@@ -16,8 +17,11 @@ export const EXPORTER_ROUTES = {
   checkSink: '/v1/sinks/check',
 } as const
 
-export async function buildExporterApp(deps: { exporter: ExporterClient; auth: HookAuth; bodyLimit: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
+export async function buildExporterApp(deps: { exporter: ExporterClient; auth: HookAuth; bodyLimit: number; maxJsonDepth: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
   const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit, ...HTTP_TIMEOUTS })
+  // The same bounded parser as the hooks: nothing reaches the exporter's state unparsed or too deep.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser(deps.maxJsonDepth))
   app.addHook('onRequest', async (request) => {
     if (request.url.startsWith('/v1/') && !authorized(request.headers.authorization, deps.auth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
   })

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import sjson from 'secure-json-parse'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { refKey } from '../api/canonical.js'
 import type { ExporterClient, InventoryComposition, KollectSinkSpec, KollectTargetSpec } from '../api/types.js'
@@ -16,6 +15,7 @@ import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { ExtractPool } from './extract-pool.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
+import { jsonBodyParser } from './json-depth.js'
 import { jsonErrorSummary } from './json-errors.js'
 import { customizeSchema, syncSchema } from './request-schemas.js'
 import { checkEndpoint } from './ssrf.js'
@@ -46,15 +46,9 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   })
 
   // Metacontroller sends application/json; curl -d sends form encoding. Every content type is
-  // parsed as JSON, with the secure parser that refuses __proto__ and constructor keys.
+  // parsed as JSON, with bounded nesting and the secure parser that refuses __proto__ and constructor keys.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
-    try {
-      done(null, sjson.parse(text as string, undefined, { protoAction: 'error', constructorAction: 'error' }))
-    } catch (err) {
-      done(new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', jsonErrorSummary((err as Error).message)), undefined)
-    }
-  })
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, jsonBodyParser(config.limits.maxJsonDepth))
 
   let inflight = 0
   let inflightBytes = 0

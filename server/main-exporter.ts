@@ -8,7 +8,7 @@ const { config, logger } = configure('kollect-exporter')
 guardProcess(logger)
 const metrics = createMetrics('exporter')
 const exporter = createExporter(config, logger, metrics)
-const app = await buildExporterApp({ exporter, auth: config.hookAuth, bodyLimit: config.hookBodyLimit, logger, metrics })
+const app = await buildExporterApp({ exporter, auth: config.hookAuth, bodyLimit: config.hookBodyLimit, maxJsonDepth: config.limits.maxJsonDepth, logger, metrics })
 await app.listen({ port: config.exporterPort, host: '127.0.0.1' })
 onShutdown(logger, [app], async () => {
   exporter.flush()

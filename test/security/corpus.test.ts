@@ -10,7 +10,7 @@ import { startHooksServer, type HooksServer, type RawResponse } from '../support
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import {
   OMIT, ROUTES, conditionOf, exampleProfile, exportThroughFileSink, fileExportInventory, fileSink, goodTargetSync, inventorySync, isInside,
-  meta, profileWith, scope, send, statusOf, targetWith, waitForExport, walk,
+  meta, nestedIn, profileWith, scope, send, statusOf, targetWith, waitForExport, walk,
 } from './support.js'
 
 // A hostile-input corpus: crafted requests and CRs, each with the exact outcome it must get.
@@ -21,7 +21,7 @@ type Expect =
   | { status: number; code?: string; message?: RegExp; body?: Record<string, unknown> }
   | { status: 200; condition: { type: string; status: string; reason: string; message?: RegExp } }
 
-type ServerName = 'main' | 'auth' | 'fileauth' | 'small'
+type ServerName = 'main' | 'auth' | 'fileauth' | 'small' | 'deep'
 
 interface Case {
   reason: string
@@ -65,6 +65,7 @@ const mutate = (base: () => Body, f: (b: Body) => void) => {
   return json(b)
 }
 
+const TOO_DEEP = { status: 400, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', message: /^request body nests deeper than the limit of 512 levels$/ }
 const extracted = (n: number) => ({ status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'Extracted', message: new RegExp(`^${n} of ${n} matched objects extracted$`) } })
 const resolved = { status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'Resolved', message: /^1 targets, 1 sinks$/ } }
 const profileInvalid = (fragment: string) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: new RegExp(`^KollectProfile deployments-basic: ${esc(fragment)}`) } })
@@ -116,7 +117,6 @@ const CUTS = [1, 10, 100, 0.5, -1]
 const cutAt = (text: string, at: number) => text.slice(0, at < 0 ? text.length + at : at < 1 ? Math.floor(text.length * at) : at)
 
 // ---- deep nesting and huge strings ----
-const nestedIn = (text: string, marker: string, depth: number) => text.replace(`"${marker}"`, '['.repeat(depth) + ']'.repeat(depth))
 const deepTarget = (depth: number) => nestedIn(json(targetSyncRequest([bigAnnotation('DEEP'), deployment(2)])), 'DEEP', depth)
 const deepInventory = (depth: number) => {
   const b = inventorySync() as unknown as Body
@@ -184,10 +184,27 @@ const CASES: Case[] = [
   { reason: 'inventories: duplicate top-level key, the last one wins', route: I, body: '{"parent":5,' + INVENTORY_TEXT.slice(1), expect: resolved },
 
   // -- nesting and size --
-  { reason: 'targets: 10,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(10_000), expect: extracted(2), maxMs: 3000 },
-  { reason: 'targets: 100,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(100_000), expect: extracted(2), maxMs: 3000 },
-  { reason: 'inventories: 10,000 nested arrays inside the parent annotations', route: I, body: deepInventory(10_000), expect: resolved },
-  { reason: 'inventories: 100,000 nested arrays inside the parent annotations', route: I, body: deepInventory(100_000), expect: resolved },
+  // Bodies nest at most KOLLECT_MAX_JSON_DEPTH (512) deep, on every route, before any hook runs.
+  { reason: 'targets: 10,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(10_000), expect: TOO_DEEP, maxMs: 3000 },
+  { reason: 'targets: 100,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(100_000), expect: TOO_DEEP, maxMs: 3000 },
+  { reason: 'targets: nesting exactly at the limit (512) is extracted', route: T, body: deepTarget(512 - 6), expect: extracted(2) },
+  { reason: 'targets: one level over the limit', route: T, body: deepTarget(512 - 5), expect: TOO_DEEP },
+  { reason: 'targets: 100,000 "[" inside a string are data, not nesting', route: T, body: json(targetSyncRequest([bigAnnotation('['.repeat(100_000)), deployment(2)])), expect: extracted(2) },
+  { reason: 'inventories: 10,000 nested arrays inside the parent annotations', route: I, body: deepInventory(10_000), expect: TOO_DEEP },
+  { reason: 'inventories: 100,000 nested arrays inside the parent annotations', route: I, body: deepInventory(100_000), expect: TOO_DEEP },
+  { reason: 'inventories: nesting exactly at the limit is resolved', route: I, body: deepInventory(512 - 4), expect: resolved },
+  {
+    reason: 'inventories: a 100,000-deep field in a related KollectSink leaves nothing in the exporter',
+    route: I,
+    body: nestedIn(json(inventorySync({ name: 'deep-sink', sinks: [fileSink('team-a', 'files', { extra: 'DEEP' })] })), 'DEEP', 100_000),
+    expect: TOO_DEEP,
+    check: (_res, server) => assert.equal(server.exporter.inventoryState({ namespace: 'team-a', name: 'deep-sink' }), null),
+  },
+  { reason: 'targets/finalize: a 10,000-deep parent.status (echoed in the answer)', route: ROUTES.targetFinalize, body: nestedIn(mutate(targetBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'inventories/finalize: a 10,000-deep parent.status', route: ROUTES.inventoryFinalize, body: nestedIn(mutate(inventoryBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'targets/customize: a 10,000-deep parent.spec field', route: ROUTES.targetCustomize, body: nestedIn(mutate(targetBase, (b) => { (b.parent['spec'] as Record<string, unknown>)['extra'] = 'DEEP' }), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'profiles: a 10,000-deep attribute', route: P, body: nestedIn(json(syncRequest(controllerFor('kollect-profiles'), profileWith([{ name: 'x', cel: '1', extra: 'DEEP' }]), {})), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'sinks: a 10,000-deep spec field', route: S, body: nestedIn(sinkSync('deep', { file: { path: 'DEEP' } }), 'DEEP', 10_000), expect: TOO_DEEP },
   { reason: 'targets: 10 MiB annotation, within the body limit', route: T, body: json(targetSyncRequest([bigAnnotation(TEN_MIB), deployment(2)])), expect: extracted(2), maxMs: 3000 },
   { reason: 'inventories: 10 MiB annotation, within the body limit', route: I, body: (() => { const b = inventorySync() as unknown as Body; b.parent.metadata['annotations'] = { big: TEN_MIB }; return json(b) })(), expect: resolved },
   { reason: 'targets: body over KOLLECT_HOOK_BODY_LIMIT', server: 'small', route: T, body: json(targetSyncRequest([bigAnnotation('x'.repeat(SMALL_LIMIT))])), expect: { status: 413, code: 'KOLLECT_ERR_HOOK_BODY_TOO_LARGE', message: /^request body is larger than the limit of 65536 bytes$/ } },
@@ -377,6 +394,8 @@ before(async () => {
   writeFileSync(path.join(tokenDir, 'token'), ` \t${FILE_TOKEN}\n\n`)
   servers.fileauth = await startHooksServer({ KOLLECT_HOOK_TOKEN_FILE: path.join(tokenDir, 'token') })
   servers.small = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(SMALL_LIMIT) })
+  // Past the nesting bound, for what happens behind it (worker transfer of deep values).
+  servers.deep = await startHooksServer({ KOLLECT_SYNC_TIMEOUT_MS: '2500', KOLLECT_MAX_JSON_DEPTH: '10000' })
 })
 after(async () => {
   await Promise.all(Object.values(servers).map((s) => s.close()))
@@ -446,7 +465,7 @@ describe('known source bugs', () => {
     ;(b.parent['spec'] as Record<string, unknown>)['extra'] = 'DEEP'
     const body = nestedIn(json(b), 'DEEP', 5000)
     const started = Date.now()
-    const res = await send(servers.main.url, T, { body })
+    const res = await send(servers.deep.url, T, { body })
     const took = Date.now() - started
     assert.ok(res.status < 500, `got ${res.status} ${res.text} after ${took} ms`)
     assert.ok(took < 1000, `took ${took} ms`)
@@ -459,7 +478,7 @@ describe('known source bugs', () => {
     ;(d.metadata as Record<string, unknown>)['labels'] = { ...(d.metadata?.labels ?? {}), deep: 'DEEP' }
     const body = nestedIn(json(targetSyncRequest([d, deployment(2)])), 'DEEP', 5000)
     const started = Date.now()
-    const res = await send(servers.main.url, T, { body })
+    const res = await send(servers.deep.url, T, { body })
     const took = Date.now() - started
     assert.equal(res.status, 200, res.text)
     assert.notEqual(conditionOf(res, 'Ready')?.reason, 'EvaluationTimeout', res.text)
