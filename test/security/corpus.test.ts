@@ -127,19 +127,22 @@ const TEN_MIB = 'k'.repeat(10 * 1024 * 1024)
 
 // ---- Secrets ----
 const SECRET_VALUES = ['hunter2-SECRET-VALUE', Buffer.from('hunter2-SECRET-VALUE').toString('base64'), 'plain-SECRET-VALUE']
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+// kubectl apply keeps the applied manifest, data included, in an annotation.
 const secretObject = (name: string): KubeObject => ({
   apiVersion: 'v1', kind: 'Secret', type: 'Opaque',
-  metadata: { name, namespace: 'team-a', uid: `uid-secret-${name}`, labels: { app: 'db' } },
+  metadata: { name, namespace: 'team-a', uid: `uid-secret-${name}`, labels: { app: 'db' }, annotations: { [LAST_APPLIED]: json({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'team-a' }, data: { password: SECRET_VALUES[1] }, stringData: { token: SECRET_VALUES[2] }, extra: { apiKey: SECRET_VALUES[0] } }) } },
   data: { password: SECRET_VALUES[1] }, stringData: { token: SECRET_VALUES[2] },
 })
-const secretSync = (scopes: KubeObject[]) => {
-  const target = targetWith({ resource: { group: '', version: 'v1', kind: 'Secret' }, profileRef: { name: 'secret-probe' }, labelSelector: undefined, matchPolicy: undefined }, 'secrets')
+const secretSync = (scopes: KubeObject[], matchPolicy?: string) => {
+  const target = targetWith({ resource: { group: '', version: 'v1', kind: 'Secret' }, profileRef: { name: 'secret-probe' }, labelSelector: undefined, matchPolicy }, 'secrets')
   const profile = profileWith([
     { name: 'data', cel: 'object.data' },
     { name: 'stringData', jsonPath: '$.stringData' },
     { name: 'hasData', cel: 'has(object.data)' },
     { name: 'whole', cel: 'object' },
     { name: 'all', jsonPath: '$..*' },
+    { name: 'lastApplied', cel: `object.metadata.annotations['${LAST_APPLIED}']` },
   ], 'secret-probe')
   return json(syncRequest(controllerFor('kollect-targets'), target, relatedMap([TYPES.scope, TYPES.profile, 'Secret.v1'], {
     [TYPES.profile]: [profile], [TYPES.scope]: scopes, 'Secret.v1': [secretObject('db-creds')],
@@ -308,7 +311,7 @@ const CASES: Case[] = [
   { reason: 'targets: core Secret with a scope allowing kind "*"', route: T, body: secretSync([scope('s', { allowedResources: [{ group: '', kind: '*' }] })]), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeResourceDenied', message: /^Secret is not allowed by the scope of namespace team-a \(KollectScope s\)$/ } } },
   { reason: 'targets: core Secret allowed by one of two scopes', route: T, body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] }), scope('t', {})]), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeResourceDenied', message: /\(KollectScope s, t\)$/ } } },
   {
-    reason: 'targets: Secrets allowed by scope: items exist but data/stringData never reach the exporter or a sink',
+    reason: 'targets: Secrets allowed by scope: items exist but data/stringData, also in the last-applied annotation, never reach the exporter or a sink',
     route: T,
     body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })]),
     expect: extracted(1),
@@ -322,8 +325,32 @@ const CASES: Case[] = [
       assert.deepEqual([attrs['data'], attrs['stringData'], attrs['hasData']], [null, null, false])
       assert.equal((attrs['whole'] as Record<string, unknown>)['kind'], 'Secret')
       assert.ok(!('data' in (attrs['whole'] as object)) && !('stringData' in (attrs['whole'] as object)))
+      assert.equal(attrs['lastApplied'], '{"apiVersion":"v1","extra":{"apiKey":"[redacted]"},"kind":"Secret","metadata":{"name":"db-creds","namespace":"team-a"}}')
       const everything = [...walk(server.dataDir).map((f) => readFileSync(f).toString('latin1')), inspect(server.exporter, { depth: null, maxArrayLength: null, maxStringLength: null }), res.text].join('\n')
       for (const v of SECRET_VALUES) assert.ok(!everything.includes(v), `secret value ${v} leaked`)
+    },
+  },
+
+  // An expression that only decides selection is an oracle too: matchPolicy sees what attributes see.
+  ...['has(object.data)', 'has(object.stringData)', `object.metadata.annotations['${LAST_APPLIED}'].contains('${SECRET_VALUES[1]}')`, `object.metadata.annotations['${LAST_APPLIED}'].contains('hunter2')`].map((policy): Case => ({
+    reason: `targets: matchPolicy ${policy} on an allowed Secret selects nothing`,
+    route: T,
+    body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })], policy),
+    expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Extracted', message: /^0 of 0 matched objects extracted$/ } },
+  })),
+  {
+    reason: 'targets: a Deployment\'s last-applied annotation has its DB_PASSWORD env value and token keys redacted',
+    route: T,
+    body: (() => {
+      const d = deployment(1)
+      d.metadata = { ...d.metadata, annotations: { [LAST_APPLIED]: json({ kind: 'Deployment', env: [{ name: 'DB_PASSWORD', value: SECRET_VALUES[2] }], auth: { token: SECRET_VALUES[0] } }) } }
+      return json(targetSyncRequest([d], { target: targetWith({}, 'applied'), profile: profileWith([{ name: 'applied', cel: `object.metadata.annotations['${LAST_APPLIED}']` }]) }))
+    })(),
+    expect: extracted(1),
+    check: async (_res, server) => {
+      const { files } = await exportThroughFileSink(server, { namespace: 'team-a', inventory: 'applied-inv', target: 'applied', sink: 'applied-files' })
+      const doc = JSON.parse(readFileSync(files.find((f) => f.endsWith(`${path.sep}applied-inv.json`)) as string, 'utf8')) as { items: Item[] }
+      assert.deepEqual(doc.items.map((i) => i.attributes['applied']), ['{"auth":"[redacted]","env":[{"name":"DB_PASSWORD","value":"[redacted]"}],"kind":"Deployment"}'])
     },
   },
 
