@@ -21,7 +21,7 @@ type Expect =
   | { status: number; code?: string; message?: RegExp; body?: Record<string, unknown> }
   | { status: 200; condition: { type: string; status: string; reason: string; message?: RegExp } }
 
-type ServerName = 'main' | 'auth' | 'fileauth' | 'small' | 'deep'
+type ServerName = 'main' | 'auth' | 'fileauth' | 'small' | 'deep' | 'strict'
 
 interface Case {
   reason: string
@@ -148,6 +148,17 @@ const secretSync = (scopes: KubeObject[], matchPolicy?: string) => {
     [TYPES.profile]: [profile], [TYPES.scope]: scopes, 'Secret.v1': [secretObject('db-creds')],
   })))
 }
+
+// ---- PostgreSQL DSNs: the guard judges the host the driver will use (nothing listens on 9) ----
+const PG_DSNS: [name: string, dsn: string, refusal: string][] = [
+  ['pg-host-param', 'postgres://u:pw@db.example.com:5432/inv?host=127.0.0.1&port=9', 'host 127.0.0.1 is a loopback address (private sinks are disabled)'],
+  ['pg-metadata-param', 'postgres://u:pw@db.example.com/inv?host=169.254.169.254', 'host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)'],
+  ['pg-socket-param', 'postgres://u:pw@db.example.com/inv?host=/var/run/postgresql', 'unix socket /var/run/postgresql: local paths are not allowed as sink endpoints'],
+  ['pg-encoded-socket', 'postgres://u:pw@%2Fvar%2Frun%2Fpostgresql/inv', 'unix socket /var/run/postgresql: local paths are not allowed as sink endpoints'],
+  ['pg-no-host', 'postgresql:///inv?port=9', 'host localhost is not allowed (private sinks are disabled)'],
+  ['pg-ssl-key-file', 'postgres://u:pw@db.example.com/inv?ssl%6Bey=/var/run/secrets/kubernetes.io/serviceaccount/token', 'DSN parameter sslkey: local paths are not allowed as sink endpoints'],
+]
+const pgSinkSync = (name: string) => json(syncRequest(controllerFor('kollect-sinks'), { ...meta('KollectSink', 'team-a', name), spec: { type: 'postgres', cluster: 'lab', secretRef: { name } } }, {}))
 
 // ---- names: data, never paths ----
 const namedTarget = (namespace: string, name: string) => {
@@ -277,6 +288,14 @@ const CASES: Case[] = [
   { reason: 'sinks: unknown placeholder in the path template', route: S, body: sinkSync('x', { file: { path: '{cluster}/{__proto__}.json' } }), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidConfig', message: /^spec\.file\.path: unknown placeholder \{__proto__\}$/ } } },
   { reason: 'sinks: sink named "../../x" with an RTL override is valid data', route: S, body: sinkSync('../../x\u202E', {}), expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
   { reason: 'sinks: cluster label "../x" is refused by the schema', route: S, body: sinkSync('x', { cluster: '../x' }), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidConfig', message: /^spec\.cluster: must match pattern/ } } },
+
+  ...PG_DSNS.map(([name, , refusal]): Case => ({
+    reason: `sinks: PostgreSQL DSN ${name} is refused by where the driver would connect`,
+    server: 'strict',
+    route: S,
+    body: pgSinkSync(name),
+    expect: { status: 200, condition: { type: 'Reachable', status: 'False', reason: 'Unreachable', message: new RegExp(`^${esc(`sink team-a/${name}: ${refusal}`)}$`) } },
+  })),
 
   // -- profiles: duplicates, JSONPath scripts --
   { reason: 'targets: duplicate attribute names', route: T, body: withProfile([{ name: 'x', cel: '1' }, { name: 'x', cel: '2' }]), expect: profileInvalid('spec.attributes[1].name (x): duplicate attribute name "x"') },
@@ -421,6 +440,8 @@ before(async () => {
   writeFileSync(path.join(tokenDir, 'token'), ` \t${FILE_TOKEN}\n\n`)
   servers.fileauth = await startHooksServer({ KOLLECT_HOOK_TOKEN_FILE: path.join(tokenDir, 'token') })
   servers.small = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(SMALL_LIMIT) })
+  // Private sinks refused, with PostgreSQL DSNs whose real target only the driver's parser reveals.
+  servers.strict = await startHooksServer({ KOLLECT_ALLOW_PRIVATE_SINKS: 'false', ...Object.fromEntries(PG_DSNS.map(([name, dsn]) => [`KOLLECT_SECRET_${name.toUpperCase().replace(/-/g, '_')}_DSN`, dsn])) })
   // Past the nesting bound, for what happens behind it (worker transfer of deep values).
   servers.deep = await startHooksServer({ KOLLECT_SYNC_TIMEOUT_MS: '2500', KOLLECT_MAX_JSON_DEPTH: '10000' })
 })
