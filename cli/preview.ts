@@ -4,7 +4,7 @@ import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec, type KubeObject, type ResourceSpec,
 } from '../api/types.js'
 import { compileCel, type CelProgram } from '../hooks/cel.js'
-import { extractObject } from '../hooks/extract.js'
+import { expressionInput, extractObject } from '../hooks/extract.js'
 import { DEFAULT_LIMITS } from '../hooks/limits.js'
 import { isClusterScoped, wellKnownPlural, type PluralResolution } from '../hooks/plural.js'
 import { compileProfile, describeProblem, type CompiledProfile } from '../hooks/profile.js'
@@ -345,7 +345,8 @@ function explain(req: SyncRequest, spec: KollectTargetSpec, namespace: string, p
   const objects = related(req, typeKey(res.group, res.version, res.kind))
   objects.forEach(({ key, object }, i) => {
     progress.update(i + 1, 'checked', objects.length)
-    const reason = select(object, predicates)
+    const input = expressionInput(object, profile.redactor)
+    const reason = select(input, predicates)
     if (reason !== null) {
       if (reason.startsWith('matchPolicy failed')) record('matchPolicy', `${key}: ${reason.slice('matchPolicy failed: '.length)}`)
       else {
@@ -359,7 +360,7 @@ function explain(req: SyncRequest, spec: KollectTargetSpec, namespace: string, p
       return
     }
     out.matched++
-    const result = extractObject(object, profile, DEFAULT_LIMITS.maxItemBytes)
+    const result = extractObject(input, profile, DEFAULT_LIMITS.maxItemBytes)
     for (const error of result.errors) {
       const colon = error.indexOf(': ')
       const name = colon > 0 ? error.slice(0, colon) : ''

@@ -1,9 +1,10 @@
 import { Optional } from '@marcbachmann/cel-js'
-import type { JsonObject, KubeObject } from '../api/types.js'
+import { canonicalJson } from '../api/canonical.js'
+import type { JsonObject, JsonValue, KubeObject } from '../api/types.js'
 import { celError, isMissingKey } from './cel.js'
 import { MISSING } from './jsonpath.js'
 import type { CompiledProfile } from './profile.js'
-import { REDACTED } from './redact.js'
+import { REDACTED, type Redactor } from './redact.js'
 import { coerce, setOwn, toJson } from './values.js'
 
 export interface ExtractResult {
@@ -15,11 +16,63 @@ export interface ExtractResult {
   errors: string[]
 }
 
+/** kubectl's JSON copy of the manifest it applied: Secret data included. */
+export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+
+function isCoreSecret(value: unknown): boolean {
+  const o = value as KubeObject | null
+  return typeof o === 'object' && o !== null && o.kind === 'Secret' && (o.apiVersion === 'v1' || o.apiVersion === undefined)
+}
+
+function withoutData<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value
+  const { data: _data, stringData: _stringData, ...rest } = value as T & { data?: unknown; stringData?: unknown }
+  return rest as T
+}
+
 /** Secret payloads never reach an expression, so they cannot reach an export either. */
 export function withoutSecretData(object: KubeObject): KubeObject {
-  if (object.kind !== 'Secret' || (object.apiVersion !== 'v1' && object.apiVersion !== undefined)) return object
-  const { data: _data, stringData: _stringData, ...rest } = object as KubeObject & { data?: unknown; stringData?: unknown }
-  return rest
+  return isCoreSecret(object) ? withoutData(object) : object
+}
+
+/** The annotation's manifest, redacted like the object itself, then canonical JSON; anything else is a fixed marker. */
+function redactedLastApplied(text: unknown, ofSecret: boolean, redactor: Redactor): string {
+  if (typeof text !== 'string') return REDACTED
+  try {
+    let applied = JSON.parse(text) as JsonValue
+    if (ofSecret || isCoreSecret(applied)) applied = withoutData(applied)
+    return canonicalJson(redactor.redact(applied))
+  } catch {
+    // Not JSON, or nested past the stack: no part of it can be shown safely.
+    return REDACTED
+  }
+}
+
+const prepared = new WeakSet<KubeObject>()
+
+/**
+ * The object as expressions (attributes and matchPolicy) see it: a core Secret without data and
+ * stringData, and the last-applied annotation redacted by the same rules. An object with neither
+ * is returned as it is, at the cost of two property reads: this runs for every object.
+ */
+export function expressionInput(object: KubeObject, redactor: Redactor): KubeObject {
+  if (prepared.has(object)) return object
+  const secret = isCoreSecret(object)
+  const annotations = object.metadata?.annotations
+  const lastApplied = typeof annotations === 'object' && annotations !== null && Object.hasOwn(annotations, LAST_APPLIED)
+  if (!secret && !lastApplied) return object
+  let input = secret ? withoutData(object) : object
+  if (lastApplied) {
+    // Redacted on first read and kept: most profiles never read it, and parsing it for every
+    // object would cost more than the extraction. The raw text is reachable only through here.
+    const raw = annotations[LAST_APPLIED]
+    let redacted: string | undefined
+    const copy = { ...annotations }
+    Object.defineProperty(copy, LAST_APPLIED, { enumerable: true, configurable: true, get: () => (redacted ??= redactedLastApplied(raw, secret, redactor)) })
+    input = { ...input, metadata: { ...input.metadata, annotations: copy } }
+  }
+  prepared.add(input)
+  return input
 }
 
 // CEL optionals (`object.?spec.paused`) are results, not values: an empty one means "missing".
@@ -29,7 +82,7 @@ function unwrapOptional(value: unknown): unknown {
 }
 
 export function extractObject(object: KubeObject, profile: CompiledProfile, maxItemBytes: number): ExtractResult {
-  const input = withoutSecretData(object)
+  const input = expressionInput(object, profile.redactor)
   const attributes: JsonObject = {}
   const errors: string[] = []
   let failedRequired = false

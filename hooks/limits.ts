@@ -13,6 +13,8 @@ export interface ExpressionLimits {
   maxItemBytes: number
   /** Bytes of canonical JSON all items of one target sync may take. */
   maxRequestItemBytes: number
+  /** Nesting of objects and arrays in a request body; real objects stay under 40. */
+  maxJsonDepth: number
 }
 
 export const DEFAULT_LIMITS: ExpressionLimits = {
@@ -22,4 +24,5 @@ export const DEFAULT_LIMITS: ExpressionLimits = {
   maxAstNodes: 2000,
   maxItemBytes: 64 * 1024,
   maxRequestItemBytes: 256 * 1024 * 1024,
+  maxJsonDepth: 512,
 }

@@ -6,7 +6,7 @@ import {
 } from '../api/types.js'
 import { compileCel, type CelProgram } from './cel.js'
 import { condition, sortConditions, truncate } from './conditions.js'
-import { extractObject } from './extract.js'
+import { expressionInput, extractObject } from './extract.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
 import { isClusterScoped, type PluralResolution } from './plural.js'
 import { compileProfile, describeProblem } from './profile.js'
@@ -152,7 +152,9 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   const counts: Counts = { ...NO_COUNTS }
   let itemBytes = 0
   for (const { key, object } of objects) {
-    const reason = select(object, predicates)
+    // matchPolicy is an expression too: it sees what the attributes see, never Secret data.
+    const input = expressionInput(object, profile.redactor)
+    const reason = select(input, predicates)
     const identity = identityOf(object, res.version, ref)
     if (reason !== null) {
       // A policy that errors on one object must not delete that object's exported item.
@@ -163,7 +165,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       continue
     }
     counts.matchedCount++
-    const out = extractObject(object, profile, limits.maxItemBytes)
+    const out = extractObject(input, profile, limits.maxItemBytes)
     if (out.errors.length > 0) recordFailure(counts, key, out.errors.join('; '))
     if (!out.attributes) {
       failedKeys.push(itemKey(identity))

@@ -1,14 +1,15 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { DEFAULT_LIMITS, type ExpressionLimits } from '../hooks/limits.js'
+import type { HookAuth } from './auth.js'
 
 export interface Config {
   port: number
   host: string
   dataDir: string
   cluster: string
-  /** Bearer token the hooks (and the exporter API) require; empty means no auth. */
-  hookToken: string
+  /** How hooks (and the exporter API) authenticate callers. */
+  hookAuth: HookAuth
   hookBodyLimit: number
   exporterPort: number
   exporterUrl: string
@@ -44,21 +45,63 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new Error(`${name} must be true or false, got ${JSON.stringify(raw)}`)
 }
 
-/** The hook token from KOLLECT_HOOK_TOKEN, or from the file KOLLECT_HOOK_TOKEN_FILE (a mounted Secret). */
-function token(env: Env): string {
-  if (env['KOLLECT_HOOK_TOKEN']) return env['KOLLECT_HOOK_TOKEN'].trim()
+const TO_RUN_OPEN = 'or KOLLECT_HOOK_AUTH=none to run without authentication'
+
+/** The token from KOLLECT_HOOK_TOKEN or the file KOLLECT_HOOK_TOKEN_FILE (a mounted Secret); null when neither is set. */
+function configuredToken(env: Env): string | null {
+  const value = env['KOLLECT_HOOK_TOKEN']
   const file = env['KOLLECT_HOOK_TOKEN_FILE']
-  return file ? readFileSync(file, 'utf8').trim() : ''
+  if (value !== undefined && file !== undefined) throw new Error('KOLLECT_HOOK_TOKEN and KOLLECT_HOOK_TOKEN_FILE are both set; set one')
+  if (value !== undefined) {
+    if (value.trim() === '') throw new Error(`KOLLECT_HOOK_TOKEN is set but blank; set a token, ${TO_RUN_OPEN}`)
+    return value.trim()
+  }
+  if (file === undefined) return null
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new Error(`KOLLECT_HOOK_TOKEN_FILE ${JSON.stringify(file)} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  if (text.trim() === '') throw new Error(`KOLLECT_HOOK_TOKEN_FILE ${JSON.stringify(file)} is empty; put a token in it, ${TO_RUN_OPEN}`)
+  return text.trim()
 }
 
-export function loadConfig(env: Env = process.env, defaults: Partial<Config> = {}): Config {
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host)
+}
+
+/**
+ * KOLLECT_HOOK_AUTH: `token` (the default) needs a non-blank token; `none` is explicit. An entry
+ * point may offer `none` as its default (npm start, the demo), which holds only on loopback.
+ */
+function hookAuth(env: Env, host: string, loopbackDefault: 'none' | undefined): HookAuth {
+  const mode = env['KOLLECT_HOOK_AUTH']
+  if (mode !== undefined && mode !== 'token' && mode !== 'none') throw new Error(`KOLLECT_HOOK_AUTH must be token or none, got ${JSON.stringify(mode)}`)
+  const token = configuredToken(env)
+  if (mode === 'none') {
+    if (token !== null) throw new Error('KOLLECT_HOOK_AUTH=none, but a hook token is set too; unset one')
+    return { mode: 'none', reason: 'KOLLECT_HOOK_AUTH=none' }
+  }
+  if (token !== null) return { mode: 'token', token }
+  if (mode === undefined && loopbackDefault === 'none' && isLoopbackHost(host)) return { mode: 'none', reason: `the default for a local run listening on ${host} only` }
+  throw new Error(`no hook token: set KOLLECT_HOOK_TOKEN or KOLLECT_HOOK_TOKEN_FILE, ${TO_RUN_OPEN}`)
+}
+
+export interface ConfigDefaults extends Partial<Config> {
+  /** The auth mode when no token and no KOLLECT_HOOK_AUTH are set, used only when listening on loopback. */
+  loopbackAuth?: 'none'
+}
+
+export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}): Config {
   const exporterPort = int(env, 'KOLLECT_EXPORTER_PORT', defaults.exporterPort ?? 8081)
+  const host = env['HOST'] ?? defaults.host ?? '0.0.0.0'
   return {
     port: int(env, 'PORT', defaults.port ?? 8080),
-    host: env['HOST'] ?? defaults.host ?? '0.0.0.0',
+    host,
     dataDir: path.resolve(env['KOLLECT_DATA_DIR'] ?? defaults.dataDir ?? '.data'),
     cluster: env['KOLLECT_CLUSTER'] ?? defaults.cluster ?? 'default',
-    hookToken: token(env),
+    hookAuth: hookAuth(env, host, defaults.loopbackAuth),
     hookBodyLimit: int(env, 'KOLLECT_HOOK_BODY_LIMIT', 64 * 1024 * 1024),
     exporterPort,
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
@@ -77,6 +120,7 @@ export function loadConfig(env: Env = process.env, defaults: Partial<Config> = {
       maxAstNodes: DEFAULT_LIMITS.maxAstNodes,
       maxItemBytes: int(env, 'KOLLECT_MAX_ITEM_BYTES', DEFAULT_LIMITS.maxItemBytes),
       maxRequestItemBytes: int(env, 'KOLLECT_MAX_SYNC_OUTPUT_BYTES', DEFAULT_LIMITS.maxRequestItemBytes),
+      maxJsonDepth: int(env, 'KOLLECT_MAX_JSON_DEPTH', DEFAULT_LIMITS.maxJsonDepth),
     },
   }
 }

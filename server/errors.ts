@@ -5,6 +5,7 @@ export const ERRORS = {
   KOLLECT_ERR_HOOK_BAD_REQUEST: { status: 400, message: 'request does not match the hook contract: %s' },
   KOLLECT_ERR_HOOK_BAD_CONTENT_TYPE: { status: 415, message: 'request body must be application/json' },
   KOLLECT_ERR_HOOK_BODY_TOO_LARGE: { status: 413, message: 'request body is larger than the limit of %s bytes' },
+  KOLLECT_ERR_HOOK_TOO_DEEP: { status: 400, message: 'request body nests deeper than the limit of %s levels' },
   KOLLECT_ERR_HOOK_UNAUTHORIZED: { status: 401, message: 'unauthorized' },
   KOLLECT_ERR_HOOK_NOT_FOUND: { status: 404, message: 'no such endpoint: %s' },
   KOLLECT_ERR_HOOK_OVERLOADED: { status: 429, message: 'too much work in flight; retry after %s seconds' },

@@ -1,12 +1,14 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { ExporterClient, InventoryComposition, ObjectRef, ResolvedSink, TargetReport } from '../api/types.js'
-import { bearerMatches } from './auth.js'
+import { authHeader, authorized, type HookAuth } from './auth.js'
 import { KollectError, errorBody } from './errors.js'
+import { HTTP_TIMEOUTS } from './http-timeouts.js'
+import { jsonBodyParser } from './json-depth.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 
 // The exporter sidecar's API: the hooks container is its only client, over loopback, with the
-// same bearer token. Paths mirror the ExporterClient methods one to one.
+// same authentication. Paths mirror the ExporterClient methods one to one.
 export const EXPORTER_ROUTES = {
   reportTarget: '/v1/targets/report',
   removeTarget: '/v1/targets/remove',
@@ -15,10 +17,13 @@ export const EXPORTER_ROUTES = {
   checkSink: '/v1/sinks/check',
 } as const
 
-export async function buildExporterApp(deps: { exporter: ExporterClient; token: string; bodyLimit: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit })
+export async function buildExporterApp(deps: { exporter: ExporterClient; auth: HookAuth; bodyLimit: number; maxJsonDepth: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
+  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit, ...HTTP_TIMEOUTS })
+  // The same bounded parser as the hooks: nothing reaches the exporter's state unparsed or too deep.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser(deps.maxJsonDepth))
   app.addHook('onRequest', async (request) => {
-    if (request.url.startsWith('/v1/') && !bearerMatches(request.headers.authorization, deps.token)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
+    if (request.url.startsWith('/v1/') && !authorized(request.headers.authorization, deps.auth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
   })
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error instanceof KollectError ? error.statusCode : error.statusCode && error.statusCode < 500 ? error.statusCode : 500
@@ -37,11 +42,11 @@ export async function buildExporterApp(deps: { exporter: ExporterClient; token: 
 }
 
 /** The hooks container's side of the seam. */
-export function httpExporterClient(baseUrl: string, token: string, timeoutMs = 8000): ExporterClient & { ping(): Promise<boolean>; metrics(): Promise<string> } {
+export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 8000): ExporterClient & { ping(): Promise<boolean>; metrics(): Promise<string> } {
   const call = async <T>(route: string, body: unknown): Promise<T> => {
     const res = await fetch(baseUrl + route, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      headers: { 'content-type': 'application/json', ...authHeader(auth) },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
     })

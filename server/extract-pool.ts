@@ -18,7 +18,7 @@ export interface PoolOptions {
 
 export type PoolOutcome =
   | { kind: 'done'; result: TargetSyncResult }
-  | { kind: 'bad'; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST'; message: string }
+  | { kind: 'bad'; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
   | { kind: 'aborted'; reason: 'EvaluationTimeout' | 'ResourceLimit'; message: string; parent: KubeObject | null }
 
 interface Job {

@@ -7,6 +7,7 @@ import type { ExpressionLimits } from '../hooks/limits.js'
 import type { PluralResolution } from '../hooks/plural.js'
 import type { SyncRequest } from '../hooks/request.js'
 import { syncTarget } from '../hooks/target.js'
+import { nestsDeeperThan } from './json-depth.js'
 import { jsonErrorSummary } from './json-errors.js'
 import { syncValidator } from './request-schemas.js'
 
@@ -16,7 +17,7 @@ export type ToWorker =
 
 export type FromWorker =
   | { type: 'parsed'; id: number; parent: { metadata?: unknown; spec?: unknown } }
-  | { type: 'bad'; id: number; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST'; message: string }
+  | { type: 'bad'; id: number; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
   /** The result as JSON text: cheaper to move between threads than a structured clone of 10k items. */
   | { type: 'done'; id: number; result: string }
 
@@ -38,6 +39,7 @@ if (!port) throw new Error('extract-worker runs as a worker thread')
 
 port.on('message', (msg: ToWorker) => {
   if (msg.type === 'job') {
+    if (nestsDeeperThan(msg.body, msg.limits.maxJsonDepth)) return void port.postMessage({ type: 'bad', id: msg.id, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', message: String(msg.limits.maxJsonDepth) } satisfies FromWorker)
     let body: unknown
     try {
       body = sjson.parse(Buffer.from(msg.body.buffer, msg.body.byteOffset, msg.body.byteLength).toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' })

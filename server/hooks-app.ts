@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import sjson from 'secure-json-parse'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { refKey } from '../api/canonical.js'
 import type { ExporterClient, InventoryComposition, KollectSinkSpec, KollectTargetSpec } from '../api/types.js'
@@ -8,13 +7,15 @@ import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
 import { customizeSink, mayCheck, reviewSink, sinkSyncResponse } from '../hooks/sink-sync.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget } from '../hooks/target.js'
-import { bearerMatches } from './auth.js'
+import { authorized } from './auth.js'
 import type { Config } from './config.js'
 import type { PluralResolver } from './discovery.js'
 import { KollectError, errorBody } from './errors.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { ExtractPool } from './extract-pool.js'
+import { HTTP_TIMEOUTS } from './http-timeouts.js'
+import { jsonBodyParser } from './json-depth.js'
 import { jsonErrorSummary } from './json-errors.js'
 import { customizeSchema, syncSchema } from './request-schemas.js'
 import { checkEndpoint } from './ssrf.js'
@@ -39,24 +40,15 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
     genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : randomUUID()),
-    requestTimeout: 60_000,
-    connectionTimeout: 120_000,
-    keepAliveTimeout: 15_000,
+    ...HTTP_TIMEOUTS,
     // Plain ajv for the envelope: no coercion, so a wrong type is a 400, not silently fixed.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   })
-  app.server.headersTimeout = 10_000
 
   // Metacontroller sends application/json; curl -d sends form encoding. Every content type is
-  // parsed as JSON, with the secure parser that refuses __proto__ and constructor keys.
+  // parsed as JSON, with bounded nesting and the secure parser that refuses __proto__ and constructor keys.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
-    try {
-      done(null, sjson.parse(text as string, undefined, { protoAction: 'error', constructorAction: 'error' }))
-    } catch (err) {
-      done(new KollectError('KOLLECT_ERR_HOOK_BAD_JSON', jsonErrorSummary((err as Error).message)), undefined)
-    }
-  })
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, jsonBodyParser(config.limits.maxJsonDepth))
 
   let inflight = 0
   let inflightBytes = 0
@@ -64,7 +56,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   // the bearer check, then the in-flight bounds. A body without Content-Length (chunked) counts
   // as the largest body allowed.
   const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (!bearerMatches(request.headers.authorization, config.hookToken)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
+    if (!authorized(request.headers.authorization, config.hookAuth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
     const declared = request.headers['content-length']
     const bytes = declared === undefined ? config.hookBodyLimit : Number(declared) || 0
     if (inflight >= config.maxInflightRequests || (inflight > 0 && inflightBytes + bytes > config.maxInflightBytes)) {

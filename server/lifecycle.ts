@@ -1,5 +1,23 @@
 import type { FastifyInstance } from 'fastify'
-import type { Logger } from './logger.js'
+import { loadConfig, type Config, type ConfigDefaults } from './config.js'
+import { createLogger, type Logger } from './logger.js'
+
+/**
+ * Settings and the logger of an entry point. A bad setting stops the process before it listens,
+ * with one log line naming it; running without hook authentication is said once, at warn.
+ */
+export function configure(name: string, env: Record<string, string | undefined> = process.env, defaults: ConfigDefaults = {}): { config: Config; logger: Logger } {
+  let config: Config
+  try {
+    config = loadConfig(env, defaults)
+  } catch (err) {
+    createLogger('info', name).fatal(`invalid configuration: ${(err as Error).message}`)
+    process.exit(1)
+  }
+  const logger = createLogger(config.logLevel, name)
+  if (config.hookAuth.mode === 'none') logger.warn({ reason: config.hookAuth.reason }, 'hook authentication is disabled')
+  return { config, logger }
+}
 
 /** SIGTERM/SIGINT: stop accepting, let the exporter flush what is pending, then exit. */
 export function onShutdown(logger: Logger, apps: FastifyInstance[], drain: () => Promise<void> = async () => {}): void {

@@ -5,22 +5,22 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { loadConfig } from './config.js'
+import { authHeader } from './auth.js'
 import { createPluralResolver } from './discovery.js'
 import { createExporter } from './exporter-wiring.js'
 import { buildHooksApp } from './hooks-app.js'
-import { createLogger } from './logger.js'
+import { configure } from './lifecycle.js'
 import { createMetrics } from './metrics.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-const config = loadConfig({ ...process.env, KOLLECT_LOG_LEVEL: process.env['KOLLECT_LOG_LEVEL'] ?? 'warn' }, { host: '127.0.0.1', port: 0, allowPrivateSinks: true })
-const logger = createLogger(config.logLevel, 'kollect-demo')
+// Nothing listens (requests go through app.inject); with no token set, the hooks run open, as npm start does.
+const { config, logger } = configure('kollect-demo', { ...process.env, KOLLECT_LOG_LEVEL: process.env['KOLLECT_LOG_LEVEL'] ?? 'warn' }, { host: '127.0.0.1', port: 0, allowPrivateSinks: true, loopbackAuth: 'none' })
 const metrics = createMetrics()
 const exporter = createExporter(config, logger, metrics)
 const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(null) })
 
 async function send(route: string, example: string): Promise<Record<string, unknown>> {
-  const res = await app.inject({ method: 'POST', url: route, headers: { 'content-type': 'application/json' }, payload: readFileSync(path.join(root, 'examples', 'requests', `${example}.json`)) })
+  const res = await app.inject({ method: 'POST', url: route, headers: { 'content-type': 'application/json', ...authHeader(config.hookAuth) }, payload: readFileSync(path.join(root, 'examples', 'requests', `${example}.json`)) })
   const body = res.json() as Record<string, unknown>
   const status = body['status'] as Record<string, unknown> | undefined
   console.log(`POST ${route} (${example}) → ${res.statusCode} ${status ? summary(status) : JSON.stringify(body).slice(0, 160)}`)

@@ -1,16 +1,14 @@
 // npm start: hooks and exporter in one process, with the embedded default sink (a local Git
 // repository under KOLLECT_DATA_DIR). No cluster and no external server needed.
-import { loadConfig } from './config.js'
 import { createPluralResolver } from './discovery.js'
 import { createExporter } from './exporter-wiring.js'
 import { buildHooksApp } from './hooks-app.js'
 import { loadKubeConfig } from './kube.js'
-import { guardProcess, onShutdown } from './lifecycle.js'
-import { createLogger } from './logger.js'
+import { configure, guardProcess, onShutdown } from './lifecycle.js'
 import { createMetrics } from './metrics.js'
 
-const config = loadConfig(process.env, { host: '127.0.0.1', allowPrivateSinks: true })
-const logger = createLogger(config.logLevel, 'kollect')
+// On loopback and with no token set, hooks run without authentication (logged at warn).
+const { config, logger } = configure('kollect', process.env, { host: '127.0.0.1', allowPrivateSinks: true, loopbackAuth: 'none' })
 guardProcess(logger)
 const metrics = createMetrics()
 const exporter = createExporter(config, logger, metrics)

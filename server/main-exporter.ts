@@ -1,17 +1,14 @@
 // The exporter sidecar: loopback only, whatever HOST says; the hooks container is its only client.
-import { loadConfig } from './config.js'
 import { buildExporterApp } from './exporter-app.js'
 import { createExporter } from './exporter-wiring.js'
-import { guardProcess, onShutdown } from './lifecycle.js'
-import { createLogger } from './logger.js'
+import { configure, guardProcess, onShutdown } from './lifecycle.js'
 import { createMetrics } from './metrics.js'
 
-const config = loadConfig()
-const logger = createLogger(config.logLevel, 'kollect-exporter')
+const { config, logger } = configure('kollect-exporter')
 guardProcess(logger)
 const metrics = createMetrics('exporter')
 const exporter = createExporter(config, logger, metrics)
-const app = await buildExporterApp({ exporter, token: config.hookToken, bodyLimit: config.hookBodyLimit, logger, metrics })
+const app = await buildExporterApp({ exporter, auth: config.hookAuth, bodyLimit: config.hookBodyLimit, maxJsonDepth: config.limits.maxJsonDepth, logger, metrics })
 await app.listen({ port: config.exporterPort, host: '127.0.0.1' })
 onShutdown(logger, [app], async () => {
   exporter.flush()

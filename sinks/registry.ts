@@ -5,6 +5,7 @@ import { createFileSink } from './file/index.js'
 import { createGitSink } from './git/index.js'
 import { createNatsSink } from './nats/index.js'
 import type { SinkOptions } from './options.js'
+import { dsnOf, postgresEndpoints } from './postgres/config.js'
 import { createPostgresSink } from './postgres/index.js'
 import { SinkError, type Credentials, type Sink } from './sink.js'
 
@@ -35,24 +36,31 @@ export function createSinkFactory(deps: SinkFactoryDeps): (resolved: ResolvedSin
     const factory = FACTORIES[resolved.spec.type]
     if (!factory) throw new SinkError(`sink ${id}: unknown type ${JSON.stringify(resolved.spec.type)}`, { retriable: false })
     const credentials = resolved.spec.secretRef ? await deps.credentials(resolved) : {}
-    for (const url of endpointsOf(resolved, credentials)) {
+    for (const { url, what } of endpointsOf(resolved, credentials)) {
       const refused = await deps.checkEndpoint(url)
-      if (refused) throw new SinkError(`sink ${id}: ${refused}`, { retriable: false })
+      if (refused) throw new SinkError(`sink ${id}: ${what ? `${what}: ` : ''}${refused}`, { retriable: false })
     }
     const dataDir = path.join(deps.dataDir, 'sinks', escapePathSegment(resolved.namespace), escapePathSegment(resolved.name))
     return factory({ id, spec: resolved.spec, credentials, dataDir })
   }
 }
 
-function endpointsOf(sink: ResolvedSink, credentials: Credentials): string[] {
+/** An endpoint for the SSRF guard, and what in the settings it stands for when that is not obvious. */
+interface Endpoint {
+  url: string
+  what?: string
+}
+
+/** Every endpoint the sink's client will open, as its own parsing of the settings decides. */
+function endpointsOf(sink: ResolvedSink, credentials: Credentials): Endpoint[] {
   switch (sink.spec.type) {
     case 'git':
-      return sink.spec.git?.url ? [sink.spec.git.url] : []
+      return sink.spec.git?.url ? [{ url: sink.spec.git.url }] : []
     case 'nats':
-      return sink.spec.nats?.url ? sink.spec.nats.url.split(',').map((u) => u.trim()) : []
+      return sink.spec.nats?.url ? sink.spec.nats.url.split(',').map((u) => ({ url: u.trim() })) : []
     case 'postgres': {
-      const dsn = credentials['dsn'] ?? credentials['url'] ?? credentials['DATABASE_URL']
-      return dsn && /^postgres(ql)?:/.test(dsn) ? [dsn] : []
+      const dsn = dsnOf(credentials)
+      return dsn === undefined ? [] : postgresEndpoints(dsn)
     }
     default:
       return []

@@ -1,6 +1,8 @@
 import { Buffer } from 'node:buffer'
+import { parse } from 'pg-connection-string'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
+import type { Credentials } from '../sink.js'
 
 export const DEFAULT_SCHEMA = 'public'
 export const DEFAULT_TABLE = 'kollect_items'
@@ -33,6 +35,48 @@ export interface PostgresSettings {
     /** Frees the inventory lock if this process vanishes mid-transaction. */
     idleInTransactionTimeoutMillis: number
   }
+}
+
+/** The connection string: the first of DSN_KEYS that is not blank. */
+export function dsnOf(credentials: Credentials): string | undefined {
+  const key = DSN_KEYS.find((k) => (credentials[k] ?? '').trim() !== '')
+  return key === undefined ? undefined : (credentials[key] ?? '').trim()
+}
+
+// pg-connection-string reads these as local file paths while it parses the DSN.
+const SSL_FILE_PARAMS = ['sslcert', 'sslkey', 'sslrootcert'] as const
+
+/** Percent-decoded until nothing changes, so an encoded parameter name is found too. */
+function decoded(text: string): string {
+  for (let i = 0; i < 4; i++) {
+    const next = text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+    if (next === text) break
+    text = next
+  }
+  return text
+}
+
+/**
+ * Where node-postgres will connect, decided by its own parser (pg-connection-string): a `host`
+ * parameter wins over the URL's host; a host starting with "/" (also percent-encoded, or from a
+ * `socket:` or bare-path DSN) is a unix socket directory; no host means PGHOST, then localhost.
+ * The driver connects to that one host (a comma list is one name, which never resolves). A DSN
+ * naming certificate files is not parsed at all, since parsing it reads them.
+ */
+export function postgresEndpoints(dsn: string, env: Record<string, string | undefined> = process.env): { url: string; what?: string }[] {
+  const text = decoded(dsn)
+  const files = SSL_FILE_PARAMS.filter((p) => text.includes(p))
+  if (files.length > 0) return files.map((p) => ({ url: 'file:', what: `DSN parameter ${p}` }))
+  let host: string
+  try {
+    host = parse(dsn).host || env['PGHOST'] || 'localhost'
+  } catch {
+    return [{ url: '', what: 'DSN' }] // the driver cannot parse it either
+  }
+  if (host.startsWith('/')) return [{ url: host, what: `unix socket ${host}` }]
+  // Only plain names and addresses become a URL; anything else could parse differently there.
+  if (!/^[A-Za-z0-9._~-]+$/.test(host) && !/^[0-9A-Fa-f:.]+$/.test(host)) return [{ url: '', what: `host ${JSON.stringify(host)}` }]
+  return [{ url: `postgres://${host.includes(':') ? `[${host}]` : host}/` }]
 }
 
 function secretsOf(dsn: string): Secrets {
@@ -73,11 +117,10 @@ export function postgresSettings(opts: SinkOptions): PostgresSettings {
   checkIdentifier(label, 'schema', schema)
   checkIdentifier(label, 'table', table, SNAPSHOTS_SUFFIX.length)
 
-  const key = DSN_KEYS.find((k) => (opts.credentials[k] ?? '').trim() !== '')
-  if (key === undefined) {
+  const dsn = dsnOf(opts.credentials)
+  if (dsn === undefined) {
     throw configError(label, `the secret has no connection string (one of the keys ${DSN_KEYS.join(', ')})`)
   }
-  const dsn = (opts.credentials[key] ?? '').trim()
   return {
     label,
     schema,

@@ -258,8 +258,10 @@ export function assertHardenedPod(d: Deployment, tokenSecret: string | null): vo
     const file = envValue(c, 'KOLLECT_HOOK_TOKEN_FILE')
     if (tokenSecret === null) {
       assert.equal(file, undefined, `${c.name}: no token file when auth is off`)
+      assert.equal(envValue(c, 'KOLLECT_HOOK_AUTH'), 'none', `${c.name}: running open is explicit, or the process refuses to start`)
       continue
     }
+    assert.equal(envValue(c, 'KOLLECT_HOOK_AUTH'), undefined, `${c.name}: token mode is the default`)
     assert.ok(file, `${c.name}: KOLLECT_HOOK_TOKEN_FILE`)
     assert.equal(envValue(c, 'KOLLECT_HOOK_TOKEN'), undefined, `${c.name}: the token is a file, never an env value`)
     const mount = c.volumeMounts?.find((m) => file.startsWith(m.mountPath + '/'))

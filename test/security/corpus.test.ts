@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { inspect } from 'node:util'
@@ -9,7 +10,7 @@ import { startHooksServer, type HooksServer, type RawResponse } from '../support
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import {
   OMIT, ROUTES, conditionOf, exampleProfile, exportThroughFileSink, fileExportInventory, fileSink, goodTargetSync, inventorySync, isInside,
-  meta, profileWith, scope, send, statusOf, targetWith, waitForExport, walk,
+  meta, nestedIn, profileWith, scope, send, statusOf, targetWith, waitForExport, walk,
 } from './support.js'
 
 // A hostile-input corpus: crafted requests and CRs, each with the exact outcome it must get.
@@ -20,7 +21,7 @@ type Expect =
   | { status: number; code?: string; message?: RegExp; body?: Record<string, unknown> }
   | { status: 200; condition: { type: string; status: string; reason: string; message?: RegExp } }
 
-type ServerName = 'main' | 'auth' | 'small'
+type ServerName = 'main' | 'auth' | 'fileauth' | 'small' | 'deep' | 'strict'
 
 interface Case {
   reason: string
@@ -43,6 +44,7 @@ const I = ROUTES.inventorySync
 const P = ROUTES.profileSync
 const S = ROUTES.sinkSync
 const TOKEN = 'sekret-token'
+const FILE_TOKEN = 'file-token-from-a-secret'
 const SMALL_LIMIT = 64 * 1024
 const UNAUTHORIZED = { code: 'KOLLECT_ERR_HOOK_UNAUTHORIZED', message: 'unauthorized' }
 
@@ -63,6 +65,7 @@ const mutate = (base: () => Body, f: (b: Body) => void) => {
   return json(b)
 }
 
+const TOO_DEEP = { status: 400, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', message: /^request body nests deeper than the limit of 512 levels$/ }
 const extracted = (n: number) => ({ status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'Extracted', message: new RegExp(`^${n} of ${n} matched objects extracted$`) } })
 const resolved = { status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'Resolved', message: /^1 targets, 1 sinks$/ } }
 const profileInvalid = (fragment: string) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: new RegExp(`^KollectProfile deployments-basic: ${esc(fragment)}`) } })
@@ -114,7 +117,6 @@ const CUTS = [1, 10, 100, 0.5, -1]
 const cutAt = (text: string, at: number) => text.slice(0, at < 0 ? text.length + at : at < 1 ? Math.floor(text.length * at) : at)
 
 // ---- deep nesting and huge strings ----
-const nestedIn = (text: string, marker: string, depth: number) => text.replace(`"${marker}"`, '['.repeat(depth) + ']'.repeat(depth))
 const deepTarget = (depth: number) => nestedIn(json(targetSyncRequest([bigAnnotation('DEEP'), deployment(2)])), 'DEEP', depth)
 const deepInventory = (depth: number) => {
   const b = inventorySync() as unknown as Body
@@ -125,24 +127,38 @@ const TEN_MIB = 'k'.repeat(10 * 1024 * 1024)
 
 // ---- Secrets ----
 const SECRET_VALUES = ['hunter2-SECRET-VALUE', Buffer.from('hunter2-SECRET-VALUE').toString('base64'), 'plain-SECRET-VALUE']
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+// kubectl apply keeps the applied manifest, data included, in an annotation.
 const secretObject = (name: string): KubeObject => ({
   apiVersion: 'v1', kind: 'Secret', type: 'Opaque',
-  metadata: { name, namespace: 'team-a', uid: `uid-secret-${name}`, labels: { app: 'db' } },
+  metadata: { name, namespace: 'team-a', uid: `uid-secret-${name}`, labels: { app: 'db' }, annotations: { [LAST_APPLIED]: json({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'team-a' }, data: { password: SECRET_VALUES[1] }, stringData: { token: SECRET_VALUES[2] }, extra: { apiKey: SECRET_VALUES[0] } }) } },
   data: { password: SECRET_VALUES[1] }, stringData: { token: SECRET_VALUES[2] },
 })
-const secretSync = (scopes: KubeObject[]) => {
-  const target = targetWith({ resource: { group: '', version: 'v1', kind: 'Secret' }, profileRef: { name: 'secret-probe' }, labelSelector: undefined, matchPolicy: undefined }, 'secrets')
+const secretSync = (scopes: KubeObject[], matchPolicy?: string) => {
+  const target = targetWith({ resource: { group: '', version: 'v1', kind: 'Secret' }, profileRef: { name: 'secret-probe' }, labelSelector: undefined, matchPolicy }, 'secrets')
   const profile = profileWith([
     { name: 'data', cel: 'object.data' },
     { name: 'stringData', jsonPath: '$.stringData' },
     { name: 'hasData', cel: 'has(object.data)' },
     { name: 'whole', cel: 'object' },
     { name: 'all', jsonPath: '$..*' },
+    { name: 'lastApplied', cel: `object.metadata.annotations['${LAST_APPLIED}']` },
   ], 'secret-probe')
   return json(syncRequest(controllerFor('kollect-targets'), target, relatedMap([TYPES.scope, TYPES.profile, 'Secret.v1'], {
     [TYPES.profile]: [profile], [TYPES.scope]: scopes, 'Secret.v1': [secretObject('db-creds')],
   })))
 }
+
+// ---- PostgreSQL DSNs: the guard judges the host the driver will use (nothing listens on 9) ----
+const PG_DSNS: [name: string, dsn: string, refusal: string][] = [
+  ['pg-host-param', 'postgres://u:pw@db.example.com:5432/inv?host=127.0.0.1&port=9', 'host 127.0.0.1 is a loopback address (private sinks are disabled)'],
+  ['pg-metadata-param', 'postgres://u:pw@db.example.com/inv?host=169.254.169.254', 'host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)'],
+  ['pg-socket-param', 'postgres://u:pw@db.example.com/inv?host=/var/run/postgresql', 'unix socket /var/run/postgresql: local paths are not allowed as sink endpoints'],
+  ['pg-encoded-socket', 'postgres://u:pw@%2Fvar%2Frun%2Fpostgresql/inv', 'unix socket /var/run/postgresql: local paths are not allowed as sink endpoints'],
+  ['pg-no-host', 'postgresql:///inv?port=9', 'host localhost is not allowed (private sinks are disabled)'],
+  ['pg-ssl-key-file', 'postgres://u:pw@db.example.com/inv?ssl%6Bey=/var/run/secrets/kubernetes.io/serviceaccount/token', 'DSN parameter sslkey: local paths are not allowed as sink endpoints'],
+]
+const pgSinkSync = (name: string) => json(syncRequest(controllerFor('kollect-sinks'), { ...meta('KollectSink', 'team-a', name), spec: { type: 'postgres', cluster: 'lab', secretRef: { name } } }, {}))
 
 // ---- names: data, never paths ----
 const namedTarget = (namespace: string, name: string) => {
@@ -191,10 +207,27 @@ const CASES: Case[] = [
   { reason: 'inventories: duplicate top-level key, the last one wins', route: I, body: '{"parent":5,' + INVENTORY_TEXT.slice(1), expect: resolved },
 
   // -- nesting and size --
-  { reason: 'targets: 10,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(10_000), expect: extracted(2), maxMs: 3000 },
-  { reason: 'targets: 100,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(100_000), expect: extracted(2), maxMs: 3000 },
-  { reason: 'inventories: 10,000 nested arrays inside the parent annotations', route: I, body: deepInventory(10_000), expect: resolved },
-  { reason: 'inventories: 100,000 nested arrays inside the parent annotations', route: I, body: deepInventory(100_000), expect: resolved },
+  // Bodies nest at most KOLLECT_MAX_JSON_DEPTH (512) deep, on every route, before any hook runs.
+  { reason: 'targets: 10,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(10_000), expect: TOO_DEEP, maxMs: 3000 },
+  { reason: 'targets: 100,000 nested arrays inside a Deployment annotation', route: T, body: deepTarget(100_000), expect: TOO_DEEP, maxMs: 3000 },
+  { reason: 'targets: nesting exactly at the limit (512) is extracted', route: T, body: deepTarget(512 - 6), expect: extracted(2) },
+  { reason: 'targets: one level over the limit', route: T, body: deepTarget(512 - 5), expect: TOO_DEEP },
+  { reason: 'targets: 100,000 "[" inside a string are data, not nesting', route: T, body: json(targetSyncRequest([bigAnnotation('['.repeat(100_000)), deployment(2)])), expect: extracted(2) },
+  { reason: 'inventories: 10,000 nested arrays inside the parent annotations', route: I, body: deepInventory(10_000), expect: TOO_DEEP },
+  { reason: 'inventories: 100,000 nested arrays inside the parent annotations', route: I, body: deepInventory(100_000), expect: TOO_DEEP },
+  { reason: 'inventories: nesting exactly at the limit is resolved', route: I, body: deepInventory(512 - 4), expect: resolved },
+  {
+    reason: 'inventories: a 100,000-deep field in a related KollectSink leaves nothing in the exporter',
+    route: I,
+    body: nestedIn(json(inventorySync({ name: 'deep-sink', sinks: [fileSink('team-a', 'files', { extra: 'DEEP' })] })), 'DEEP', 100_000),
+    expect: TOO_DEEP,
+    check: (_res, server) => assert.equal(server.exporter.inventoryState({ namespace: 'team-a', name: 'deep-sink' }), null),
+  },
+  { reason: 'targets/finalize: a 10,000-deep parent.status (echoed in the answer)', route: ROUTES.targetFinalize, body: nestedIn(mutate(targetBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'inventories/finalize: a 10,000-deep parent.status', route: ROUTES.inventoryFinalize, body: nestedIn(mutate(inventoryBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'targets/customize: a 10,000-deep parent.spec field', route: ROUTES.targetCustomize, body: nestedIn(mutate(targetBase, (b) => { (b.parent['spec'] as Record<string, unknown>)['extra'] = 'DEEP' }), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'profiles: a 10,000-deep attribute', route: P, body: nestedIn(json(syncRequest(controllerFor('kollect-profiles'), profileWith([{ name: 'x', cel: '1', extra: 'DEEP' }]), {})), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'sinks: a 10,000-deep spec field', route: S, body: nestedIn(sinkSync('deep', { file: { path: 'DEEP' } }), 'DEEP', 10_000), expect: TOO_DEEP },
   { reason: 'targets: 10 MiB annotation, within the body limit', route: T, body: json(targetSyncRequest([bigAnnotation(TEN_MIB), deployment(2)])), expect: extracted(2), maxMs: 3000 },
   { reason: 'inventories: 10 MiB annotation, within the body limit', route: I, body: (() => { const b = inventorySync() as unknown as Body; b.parent.metadata['annotations'] = { big: TEN_MIB }; return json(b) })(), expect: resolved },
   { reason: 'targets: body over KOLLECT_HOOK_BODY_LIMIT', server: 'small', route: T, body: json(targetSyncRequest([bigAnnotation('x'.repeat(SMALL_LIMIT))])), expect: { status: 413, code: 'KOLLECT_ERR_HOOK_BODY_TOO_LARGE', message: /^request body is larger than the limit of 65536 bytes$/ } },
@@ -265,6 +298,14 @@ const CASES: Case[] = [
   { reason: 'sinks: sink named "../../x" with an RTL override is valid data', route: S, body: sinkSync('../../x\u202E', {}), expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
   { reason: 'sinks: cluster label "../x" is refused by the schema', route: S, body: sinkSync('x', { cluster: '../x' }), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidConfig', message: /^spec\.cluster: must match pattern/ } } },
 
+  ...PG_DSNS.map(([name, , refusal]): Case => ({
+    reason: `sinks: PostgreSQL DSN ${name} is refused by where the driver would connect`,
+    server: 'strict',
+    route: S,
+    body: pgSinkSync(name),
+    expect: { status: 200, condition: { type: 'Reachable', status: 'False', reason: 'Unreachable', message: new RegExp(`^${esc(`sink team-a/${name}: ${refusal}`)}$`) } },
+  })),
+
   // -- profiles: duplicates, JSONPath scripts --
   { reason: 'targets: duplicate attribute names', route: T, body: withProfile([{ name: 'x', cel: '1' }, { name: 'x', cel: '2' }]), expect: profileInvalid('spec.attributes[1].name (x): duplicate attribute name "x"') },
   { reason: 'profiles: duplicate attribute names', route: P, body: json(syncRequest(controllerFor('kollect-profiles'), profileWith([{ name: 'x', cel: '1' }, { name: 'x', cel: '2' }]), {})), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidSpec', message: /duplicate attribute name "x"$/ } } },
@@ -298,7 +339,7 @@ const CASES: Case[] = [
   { reason: 'targets: core Secret with a scope allowing kind "*"', route: T, body: secretSync([scope('s', { allowedResources: [{ group: '', kind: '*' }] })]), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeResourceDenied', message: /^Secret is not allowed by the scope of namespace team-a \(KollectScope s\)$/ } } },
   { reason: 'targets: core Secret allowed by one of two scopes', route: T, body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] }), scope('t', {})]), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeResourceDenied', message: /\(KollectScope s, t\)$/ } } },
   {
-    reason: 'targets: Secrets allowed by scope: items exist but data/stringData never reach the exporter or a sink',
+    reason: 'targets: Secrets allowed by scope: items exist but data/stringData, also in the last-applied annotation, never reach the exporter or a sink',
     route: T,
     body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })]),
     expect: extracted(1),
@@ -312,8 +353,32 @@ const CASES: Case[] = [
       assert.deepEqual([attrs['data'], attrs['stringData'], attrs['hasData']], [null, null, false])
       assert.equal((attrs['whole'] as Record<string, unknown>)['kind'], 'Secret')
       assert.ok(!('data' in (attrs['whole'] as object)) && !('stringData' in (attrs['whole'] as object)))
+      assert.equal(attrs['lastApplied'], '{"apiVersion":"v1","extra":{"apiKey":"[redacted]"},"kind":"Secret","metadata":{"name":"db-creds","namespace":"team-a"}}')
       const everything = [...walk(server.dataDir).map((f) => readFileSync(f).toString('latin1')), inspect(server.exporter, { depth: null, maxArrayLength: null, maxStringLength: null }), res.text].join('\n')
       for (const v of SECRET_VALUES) assert.ok(!everything.includes(v), `secret value ${v} leaked`)
+    },
+  },
+
+  // An expression that only decides selection is an oracle too: matchPolicy sees what attributes see.
+  ...['has(object.data)', 'has(object.stringData)', `object.metadata.annotations['${LAST_APPLIED}'].contains('${SECRET_VALUES[1]}')`, `object.metadata.annotations['${LAST_APPLIED}'].contains('hunter2')`].map((policy): Case => ({
+    reason: `targets: matchPolicy ${policy} on an allowed Secret selects nothing`,
+    route: T,
+    body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })], policy),
+    expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Extracted', message: /^0 of 0 matched objects extracted$/ } },
+  })),
+  {
+    reason: 'targets: a Deployment\'s last-applied annotation has its DB_PASSWORD env value and token keys redacted',
+    route: T,
+    body: (() => {
+      const d = deployment(1)
+      d.metadata = { ...d.metadata, annotations: { [LAST_APPLIED]: json({ kind: 'Deployment', env: [{ name: 'DB_PASSWORD', value: SECRET_VALUES[2] }], auth: { token: SECRET_VALUES[0] } }) } }
+      return json(targetSyncRequest([d], { target: targetWith({}, 'applied'), profile: profileWith([{ name: 'applied', cel: `object.metadata.annotations['${LAST_APPLIED}']` }]) }))
+    })(),
+    expect: extracted(1),
+    check: async (_res, server) => {
+      const { files } = await exportThroughFileSink(server, { namespace: 'team-a', inventory: 'applied-inv', target: 'applied', sink: 'applied-files' })
+      const doc = JSON.parse(readFileSync(files.find((f) => f.endsWith(`${path.sep}applied-inv.json`)) as string, 'utf8')) as { items: Item[] }
+      assert.deepEqual(doc.items.map((i) => i.attributes['applied']), ['{"auth":"[redacted]","env":[{"name":"DB_PASSWORD","value":"[redacted]"}],"kind":"Deployment"}'])
     },
   },
 
@@ -372,6 +437,11 @@ const CASES: Case[] = [
   { reason: 'auth: percent-encoded "s" in /hook%73/inventories/sync still needs the token', server: 'auth', route: I, rawPath: '/hook%73/inventories/sync', body: INVENTORY_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: absolute-form request-target http://kollect/hooks/targets/sync still needs the token', server: 'auth', route: T, rawPath: 'http://kollect/hooks/targets/sync', body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: the right token works', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN}` }, expect: extracted(2) },
+  // A token read from a file with padding: the padding is not part of it, and nothing blank opens it.
+  { reason: 'auth (token file): no Authorization header', server: 'fileauth', route: I, body: INVENTORY_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth (token file): empty bearer token', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: 'Bearer ' }, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth (token file): the file content with its padding', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer  \t${FILE_TOKEN}` }, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth (token file): the trimmed token works', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${FILE_TOKEN}` }, expect: extracted(2) },
 
   // -- methods, routes, query strings, content types --
   { reason: 'routes: GET on a hook', route: T, method: 'GET', body: '', expect: { status: 404, code: 'KOLLECT_ERR_HOOK_NOT_FOUND', message: /^no such endpoint: GET \/hooks\/targets\/sync$/ } },
@@ -394,13 +464,22 @@ const CASES: Case[] = [
 ]
 
 const servers = {} as Record<ServerName, HooksServer>
+let tokenDir: string
 before(async () => {
   servers.main = await startHooksServer({ KOLLECT_SYNC_TIMEOUT_MS: '2500' })
   servers.auth = await startHooksServer({ KOLLECT_HOOK_TOKEN: TOKEN })
+  tokenDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-corpus-token-'))
+  writeFileSync(path.join(tokenDir, 'token'), ` \t${FILE_TOKEN}\n\n`)
+  servers.fileauth = await startHooksServer({ KOLLECT_HOOK_TOKEN_FILE: path.join(tokenDir, 'token') })
   servers.small = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(SMALL_LIMIT) })
+  // Private sinks refused, with PostgreSQL DSNs whose real target only the driver's parser reveals.
+  servers.strict = await startHooksServer({ KOLLECT_ALLOW_PRIVATE_SINKS: 'false', ...Object.fromEntries(PG_DSNS.map(([name, dsn]) => [`KOLLECT_SECRET_${name.toUpperCase().replace(/-/g, '_')}_DSN`, dsn])) })
+  // Past the nesting bound, for what happens behind it (worker transfer of deep values).
+  servers.deep = await startHooksServer({ KOLLECT_SYNC_TIMEOUT_MS: '2500', KOLLECT_MAX_JSON_DEPTH: '10000' })
 })
 after(async () => {
   await Promise.all(Object.values(servers).map((s) => s.close()))
+  rmSync(tokenDir, { recursive: true, force: true })
 })
 
 async function goodSyncStillWorks(): Promise<void> {
@@ -466,7 +545,7 @@ describe('known source bugs', () => {
     ;(b.parent['spec'] as Record<string, unknown>)['extra'] = 'DEEP'
     const body = nestedIn(json(b), 'DEEP', 5000)
     const started = Date.now()
-    const res = await send(servers.main.url, T, { body })
+    const res = await send(servers.deep.url, T, { body })
     const took = Date.now() - started
     assert.ok(res.status < 500, `got ${res.status} ${res.text} after ${took} ms`)
     assert.ok(took < 1000, `took ${took} ms`)
@@ -479,7 +558,7 @@ describe('known source bugs', () => {
     ;(d.metadata as Record<string, unknown>)['labels'] = { ...(d.metadata?.labels ?? {}), deep: 'DEEP' }
     const body = nestedIn(json(targetSyncRequest([d, deployment(2)])), 'DEEP', 5000)
     const started = Date.now()
-    const res = await send(servers.main.url, T, { body })
+    const res = await send(servers.deep.url, T, { body })
     const took = Date.now() - started
     assert.equal(res.status, 200, res.text)
     assert.notEqual(conditionOf(res, 'Ready')?.reason, 'EvaluationTimeout', res.text)

@@ -189,6 +189,11 @@ export function isInside(root: string, file: string): boolean {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** JSON text with the string "<marker>" replaced by `depth` nested arrays. */
+export function nestedIn(text: string, marker: string, depth: number): string {
+  return text.replace(`"${marker}"`, '['.repeat(depth) + ']'.repeat(depth))
+}
+
 export interface FileExport {
   namespace: string
   inventory: string

@@ -21,10 +21,14 @@ export interface HooksServer {
   close(): Promise<void>
 }
 
-/** A real listening hooks server with an in-process exporter, on a random loopback port. */
+/**
+ * A real listening hooks server with an in-process exporter, on a random loopback port. Without
+ * a token in env it runs with KOLLECT_HOOK_AUTH=none; auth tests pass KOLLECT_HOOK_TOKEN.
+ */
 export async function startHooksServer(env: Record<string, string> = {}): Promise<HooksServer> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-hooks-'))
-  const config = loadConfig({ KOLLECT_DATA_DIR: dataDir, PORT: '0', KOLLECT_LOG_LEVEL: 'silent', KOLLECT_ALLOW_PRIVATE_SINKS: 'true', ...env }, { host: '127.0.0.1' })
+  const auth = env['KOLLECT_HOOK_TOKEN'] !== undefined || env['KOLLECT_HOOK_TOKEN_FILE'] !== undefined ? {} : { KOLLECT_HOOK_AUTH: 'none' }
+  const config = loadConfig({ KOLLECT_DATA_DIR: dataDir, PORT: '0', KOLLECT_LOG_LEVEL: 'silent', KOLLECT_ALLOW_PRIVATE_SINKS: 'true', ...auth, ...env }, { host: '127.0.0.1' })
   const logger = createLogger(config.logLevel, 'kollect-test')
   const metrics = createMetrics()
   const exporter = createExporter(config, logger, metrics, env)

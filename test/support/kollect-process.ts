@@ -66,3 +66,52 @@ export function groupRss(pgid: number): number {
   }
   return total
 }
+
+/** The process entry points: `npm start`, and the pod's two containers. */
+export type Entry = 'main-dev' | 'main-hooks' | 'main-exporter'
+
+export interface EntryProcess {
+  proc: ServerProcess
+  /** The hooks' PORT and the exporter's KOLLECT_EXPORTER_PORT, both free loopback ports. */
+  port: number
+  exporterPort: number
+  /** Everything the process printed so far (pino JSON lines). */
+  output(): string
+  close(): Promise<void>
+}
+
+/**
+ * Start an entry point with a clean environment: PATH, HOME, a fresh data dir, free ports,
+ * log level info, then `env`. Nothing is awaited: the caller waits for an exit or a listener.
+ */
+export async function spawnEntry(entry: Entry, env: Record<string, string> = {}): Promise<EntryProcess> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `kollect-${entry}-`))
+  const [port, exporterPort] = [await freePort(), await freePort()]
+  const log = path.join(dataDir, 'output.log')
+  const proc = startServerProcess(process.execPath, [path.join(ROOT, `dist/server/${entry}.js`)], log, {
+    PATH: process.env['PATH'],
+    HOME: process.env['HOME'],
+    KOLLECT_DATA_DIR: path.join(dataDir, 'data'),
+    PORT: String(port),
+    KOLLECT_EXPORTER_PORT: String(exporterPort),
+    KOLLECT_LOG_LEVEL: 'info',
+    ...env,
+  })
+  return {
+    proc,
+    port,
+    exporterPort,
+    output: () => {
+      try {
+        return readFileSync(log, 'utf8')
+      } catch {
+        return ''
+      }
+    },
+    close: async () => {
+      proc.signalGroup('SIGTERM')
+      await waitForExit(proc, 10_000)
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}

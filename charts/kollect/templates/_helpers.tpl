@@ -73,6 +73,10 @@ app.kubernetes.io/part-of: kollect
 {{- if .Values.hookToken.enabled }}
 - name: KOLLECT_HOOK_TOKEN_FILE
   value: {{ include "kollect.hookTokenDir" . }}/token
+{{- else }}
+{{- /* Without a token the processes refuse to start unless running open is explicit. */}}
+- name: KOLLECT_HOOK_AUTH
+  value: "none"
 {{- end }}
 {{- if .Values.cluster }}
 - name: KOLLECT_CLUSTER

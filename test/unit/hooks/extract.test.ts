@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { AttributeSpec, JsonObject, KubeObject } from '../../../api/types.js'
-import { extractObject, type ExtractResult } from '../../../hooks/extract.js'
+import { LAST_APPLIED, expressionInput, extractObject, type ExtractResult } from '../../../hooks/extract.js'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
 import { deployment } from '../../support/metacontroller.js'
 import { profileOf, wire } from './fixtures.js'
@@ -505,4 +505,41 @@ describe('extractObject: per-item size limit', () => {
       want: failed(['boom: division by zero', `attributes take ${Buffer.byteLength(JSON.stringify({ images: [APP_IMAGE, ENVOY_IMAGE] }))} bytes; the limit per item is 10`]),
     },
   ])
+})
+
+describe('expressionInput: what expressions see', () => {
+  const redactor = profileOf([]).redactor
+  const applied = (text: unknown): KubeObject => wire({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'team-a', annotations: { [LAST_APPLIED]: text as string, note: 'kept' } } })
+
+  test('an object with neither Secret data nor the annotation is the same object (the hot path copies nothing)', () => {
+    assert.equal(expressionInput(DEPLOY, redactor), DEPLOY)
+  })
+
+  test('prepared input is not prepared twice', () => {
+    const once = expressionInput(applied('{"password":"p"}'), redactor)
+    assert.equal(expressionInput(once, redactor), once)
+  })
+
+  test('the annotation is parsed, redacted and written back canonically; other annotations stay', () => {
+    const input = expressionInput(applied('{"z":1,"a":{"apiKey":"k","list":[{"name":"API_TOKEN","value":"v"}]}}'), redactor)
+    assert.deepEqual(input.metadata?.annotations, { [LAST_APPLIED]: '{"a":{"apiKey":"[redacted]","list":[{"name":"API_TOKEN","value":"[redacted]"}]},"z":1}', note: 'kept' })
+  })
+
+  test('a __proto__ key inside the annotation stays data and pollutes nothing', () => {
+    const input = expressionInput(applied('{"__proto__":{"polluted":"yes","token":"t"}}'), redactor)
+    assert.equal(input.metadata?.annotations?.[LAST_APPLIED], '{"__proto__":{"polluted":"yes","token":"[redacted]"}}')
+    assert.equal(({} as Record<string, unknown>)['polluted'], undefined)
+  })
+
+  test('an annotation nested past the stack is the marker, not an exception', () => {
+    const input = expressionInput(applied('['.repeat(200_000) + ']'.repeat(200_000)), redactor)
+    assert.equal(input.metadata?.annotations?.[LAST_APPLIED], '[redacted]')
+  })
+
+  test("a core Secret loses data and stringData, also in its annotation; another kind's data stays", () => {
+    const secret = wire({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', annotations: { [LAST_APPLIED]: '{"kind":"Secret","apiVersion":"v1","data":{"a":"YQ=="},"type":"Opaque"}' } }, data: { a: 'YQ==' }, stringData: { b: 'b' } })
+    assert.deepEqual(expressionInput(secret, redactor), { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', annotations: { [LAST_APPLIED]: '{"apiVersion":"v1","kind":"Secret","type":"Opaque"}' } } })
+    const custom = wire({ apiVersion: 'example.com/v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'kept' } })
+    assert.equal(expressionInput(custom, redactor), custom)
+  })
 })
