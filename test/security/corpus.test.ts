@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { inspect } from 'node:util'
 import { itemsChecksum } from '../../api/canonical.js'
 import type { Item, KubeObject } from '../../api/types.js'
+import { secretEnvName } from '../../server/credentials.js'
 import { startHooksServer, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import {
@@ -473,7 +474,7 @@ before(async () => {
   servers.fileauth = await startHooksServer({ KOLLECT_HOOK_TOKEN_FILE: path.join(tokenDir, 'token') })
   servers.small = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(SMALL_LIMIT) })
   // Private sinks refused, with PostgreSQL DSNs whose real target only the driver's parser reveals.
-  servers.strict = await startHooksServer({ KOLLECT_ALLOW_PRIVATE_SINKS: 'false', ...Object.fromEntries(PG_DSNS.map(([name, dsn]) => [`KOLLECT_SECRET_${name.toUpperCase().replace(/-/g, '_')}_DSN`, dsn])) })
+  servers.strict = await startHooksServer({ KOLLECT_ALLOW_PRIVATE_SINKS: 'false', ...Object.fromEntries(PG_DSNS.map(([name, dsn]) => [secretEnvName('team-a', name, 'dsn'), dsn])) })
   // Past the nesting bound, for what happens behind it (worker transfer of deep values).
   servers.deep = await startHooksServer({ KOLLECT_SYNC_TIMEOUT_MS: '2500', KOLLECT_MAX_JSON_DEPTH: '10000' })
 })

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test'
 import type { KubeObject } from '../../api/types.js'
 import { startHooksServer, type HooksServer } from '../support/hooks-server.js'
 import { controllerFor, deployment, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
+import { secretEnvName } from '../../server/credentials.js'
 import { ROUTES, conditionOf, inventorySync, meta, send, sleep } from './support.js'
 
 // The PostgreSQL sink's SSRF guard must judge where node-postgres will actually connect, which
@@ -44,7 +45,7 @@ const unix = new Listener()
 let strict: HooksServer
 let open: HooksServer
 
-// One Secret per DSN, read from KOLLECT_SECRET_<NAME>_DSN (local mode).
+// One Secret per DSN in team-a, read from its local-mode variable (secretEnvName).
 let DSNS: [name: string, dsn: string, refusal: string][]
 
 before(async () => {
@@ -67,9 +68,9 @@ before(async () => {
     // A blank "dsn" key: the sink uses the next key, "url", and so must the guard.
     ['blank-key', '  ', `host 127.0.0.1 is a loopback address ${NO_PRIVATE}`],
   ]
-  const env = Object.fromEntries(DSNS.map(([name, dsn]) => [`KOLLECT_SECRET_${name.toUpperCase().replace(/-/g, '_')}_DSN`, dsn]))
-  env['KOLLECT_SECRET_BLANK_KEY_URL'] = `postgres://kollect:pw@public.example/inventory?host=127.0.0.1&port=${p}`
-  env['KOLLECT_SECRET_OPEN_DSN'] = `postgres://kollect:pw@public.example/inventory?host=127.0.0.1&port=${p}`
+  const env = Object.fromEntries(DSNS.map(([name, dsn]) => [secretEnvName('team-a', name, 'dsn'), dsn]))
+  env[secretEnvName('team-a', 'blank-key', 'url')] = `postgres://kollect:pw@public.example/inventory?host=127.0.0.1&port=${p}`
+  env[secretEnvName('team-a', 'open', 'dsn')] = `postgres://kollect:pw@public.example/inventory?host=127.0.0.1&port=${p}`
   strict = await startHooksServer({ KOLLECT_ALLOW_PRIVATE_SINKS: 'false', ...env })
   open = await startHooksServer({ KOLLECT_ALLOW_PRIVATE_SINKS: 'true', ...env })
 })
