@@ -1,6 +1,6 @@
 // The exporter sidecar: loopback only, whatever HOST says; the hooks container is its only client.
 import { loadConfig } from './config.js'
-import { buildExporterApp } from './exporter-app.js'
+import { buildExporterApp, reportBodyLimit } from './exporter-app.js'
 import { createExporter } from './exporter-wiring.js'
 import { guardProcess, onShutdown } from './lifecycle.js'
 import { createLogger } from './logger.js'
@@ -11,7 +11,7 @@ const logger = createLogger(config.logLevel, 'kollect-exporter')
 guardProcess(logger)
 const metrics = createMetrics('exporter')
 const exporter = createExporter(config, logger, metrics)
-const app = await buildExporterApp({ exporter, token: config.hookToken, bodyLimit: config.hookBodyLimit, logger, metrics })
+const app = await buildExporterApp({ exporter, token: config.hookToken, bodyLimit: config.hookBodyLimit, reportBodyLimit: reportBodyLimit(exporter.budgetBytes.namespace), logger, metrics })
 await app.listen({ port: config.exporterPort, host: '127.0.0.1' })
 onShutdown(logger, [app], async () => {
   exporter.flush()
