@@ -19,9 +19,9 @@ const ARRAY_HEADER = 48
 const OBJECT_HEADER = 64
 /** A hidden class, its descriptor and transition entries, per key of a key sequence not seen before. */
 const NEW_PROPERTY = 160
-/** Key sequences remembered as seen; past either bound a sequence is charged as new. */
-const SHAPES_MAX = 4096
-const SHAPE_CHARS_MAX = 512
+/** Keys remembered in key sequences seen; past either bound a key is charged as new. */
+const SHAPE_KEYS_MAX = 16_384
+const SHAPE_KEY_CHARS_MAX = 128
 
 // Strings that JSON writes byte for byte (printable ASCII without quote or backslash).
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
@@ -30,14 +30,20 @@ function stringBytes(s: string): number {
   return STRING_HEADER + (PLAIN.test(s) ? s.length + 2 : Buffer.byteLength(JSON.stringify(s)))
 }
 
+/** A key sequence seen, as a trie: V8's hidden classes form the same tree of transitions. */
+interface ShapeNode {
+  next: Map<string, ShapeNode> | null
+}
+
 /**
- * Charges items, remembering the key sequences it has seen: objects of a known sequence share
- * V8's hidden classes and interned keys, so they cost their slots only. What the memory can
- * undercount is bounded by SHAPES_MAX sequences of SHAPE_CHARS_MAX characters (about 10 MiB of
- * hidden classes), a fixed margin the sizing leaves.
+ * Charges items, remembering the key sequences it has seen: objects whose keys follow a known
+ * path share V8's hidden classes and interned keys, so they cost their slots only. What this
+ * can undercount is bounded by SHAPE_KEYS_MAX remembered keys (a few MiB of hidden classes), a
+ * fixed margin the sizing leaves.
  */
 export class ItemCharger {
-  private readonly shapes = new Set<string>()
+  private readonly shapes: ShapeNode = { next: null }
+  private shapeKeys = 0
   // Items are immutable once held, and an unchanged item keeps its object from report to report.
   private readonly charged = new WeakMap<Item, number>()
 
@@ -75,16 +81,22 @@ export class ItemCharger {
     }
   }
 
-  /** Whether the key sequence was seen before; remembers it when there is room. */
+  /** Whether the key sequence was seen before (as a sequence or a prefix); remembers it when there is room. */
   private knownShape(keys: string[]): boolean {
-    if (keys.length === 0) return true
-    let chars = 0
-    for (const k of keys) chars += k.length + 1
-    if (chars > SHAPE_CHARS_MAX) return false
-    const shape = keys.join('\u0000')
-    if (this.shapes.has(shape)) return true
-    if (this.shapes.size < SHAPES_MAX) this.shapes.add(shape)
-    return false
+    let node = this.shapes
+    let known = true
+    for (const key of keys) {
+      let child = node.next?.get(key)
+      if (child === undefined) {
+        known = false
+        if (this.shapeKeys >= SHAPE_KEYS_MAX || key.length > SHAPE_KEY_CHARS_MAX) return false
+        child = { next: null }
+        ;(node.next ??= new Map()).set(key, child)
+        this.shapeKeys++
+      }
+      node = child
+    }
+    return known
   }
 }
 
