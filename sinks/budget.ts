@@ -44,6 +44,31 @@ interface ShapeNode {
 export class ItemCharger {
   private readonly shapes: ShapeNode = { next: null }
   private shapeKeys = 0
+  /** Keys remembered while charging one report, so a refused report leaves no trace. */
+  private remembered: [Map<string, ShapeNode>, string][] | null = null
+
+  /**
+   * Charges a report's items. What it learnt of key sequences on the way is forgotten by
+   * forget(), so refusing a report leaves the charger as it was: an identical report is then
+   * charged the same, and gets the same refusal.
+   */
+  chargeReport(items: Iterable<Item>): { bytes: number; forget(): void } {
+    const remembered: [Map<string, ShapeNode>, string][] = []
+    this.remembered = remembered
+    let bytes = 0
+    try {
+      for (const item of items) bytes += this.charge(item)
+    } finally {
+      this.remembered = null
+    }
+    return {
+      bytes,
+      forget: () => {
+        for (const [map, key] of remembered) map.delete(key)
+        this.shapeKeys -= remembered.length
+      },
+    }
+  }
   // Items are immutable once held, and an unchanged item keeps its object from report to report.
   private readonly charged = new WeakMap<Item, number>()
 
@@ -91,7 +116,9 @@ export class ItemCharger {
         known = false
         if (this.shapeKeys >= SHAPE_KEYS_MAX || key.length > SHAPE_KEY_CHARS_MAX) return false
         child = { next: null }
-        ;(node.next ??= new Map()).set(key, child)
+        const next = (node.next ??= new Map())
+        next.set(key, child)
+        this.remembered?.push([next, key])
         this.shapeKeys++
       }
       node = child
@@ -125,9 +152,9 @@ export class ItemBudget {
     this.namespaceMaxBytes = Math.floor(options.maxBytes * options.namespaceShare)
   }
 
-  /** Bytes charged for holding the item (see ItemCharger). */
-  charge(item: Item): number {
-    return this.charger.charge(item)
+  /** Bytes charged for holding a report's items (see ItemCharger.chargeReport). */
+  chargeReport(items: Iterable<Item>): { bytes: number; forget(): void } {
+    return this.charger.chargeReport(items)
   }
 
   get totalBytes(): number {

@@ -140,11 +140,11 @@ export class Exporter implements ExporterClient {
       const old = previous?.items.get(failed)
       if (old && !items.has(failed)) items.set(failed, old)
     }
-    let bytes = 0
-    for (const item of items.values()) bytes += this.budget.charge(item)
+    const { bytes, forget } = this.budget.chargeReport(items.values())
     const before = previous?.bytes ?? 0
     const over = this.budget.check(report.target, before, bytes)
     if (over) {
+      forget()
       this.options.observer?.onReportRefused?.(report.target, over)
       const refusal = this.budget.refusal(report.target, over, items.size, bytes)
       this.log('warn', 'target report refused: over the item budget', { target: key, limit: over, items: items.size, bytes })

@@ -179,3 +179,17 @@ test('an exporter restart refills: the same reports are accepted and refused the
   assert.deepEqual(before.results.map((r) => r.accepted), [true, false, true])
   assert.deepEqual(after, before)
 })
+
+test('a refused report leaves no trace: the identical report is charged the same and refused with the same message', LIMIT, async (t) => {
+  const charge = charger()
+  const a = itemsOf(T1, 10)
+  const ca = charge(a)
+  const h = budgeted(t, { maxBytes: 1_000_000_000, namespaceShare: (ca + 1000) / 1_000_000_000 })
+  assert.deepEqual(await h.exporter.reportTarget(report(T1, a)), ACCEPTED)
+  // Items of key sequences the exporter has not seen, arriving afresh on every resync.
+  const novel = () => itemsOf(T2, 5, 100).map((item, i) => ({ ...item, attributes: { [`only-here-${i}`]: { nested: i, other: [i] } } }))
+  const first = await h.exporter.reportTarget(report(T2, novel()))
+  const second = await h.exporter.reportTarget(report(T2, novel()))
+  assert.equal(first.accepted, false)
+  assert.deepEqual(second, first)
+})
