@@ -3,7 +3,7 @@ import type { Item, ObjectRef, ReportResult } from '../api/types.js'
 // What the exporter charges for holding an item, and the budgets it charges against.
 //
 // The charge is an upper bound of the heap an item takes once parsed, not its JSON length:
-// measured on V8, realistic items cost about 1.9 times their canonical JSON, and hostile shapes
+// measured on V8, realistic items cost 1.7-1.9 times their canonical JSON, and hostile shapes
 // far more (a list of empty maps, 21 times; maps with keys of their own, 14 times), so a budget
 // in JSON bytes would let a profile multiply it. Every node is charged what V8 spends on it at
 // most (headers, 8-byte slots, boxed numbers), every string its UTF-8 JSON length (never less
