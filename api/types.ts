@@ -236,9 +236,17 @@ export interface SinkCheck {
   message: string
 }
 
+/**
+ * The exporter's answer to a target report. A refused report changes nothing: the target keeps
+ * the items last accepted (or none, so its inventories wait for it).
+ */
+export type ReportResult =
+  | { accepted: true }
+  | { accepted: false; reason: 'ResourceLimit'; message: string }
+
 /** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
 export interface ExporterClient {
-  reportTarget(report: TargetReport): Promise<void>
+  reportTarget(report: TargetReport): Promise<ReportResult>
   removeTarget(target: ObjectRef): Promise<void>
   applyInventory(composition: InventoryComposition): Promise<InventoryExportState>
   finalizeInventory(composition: InventoryComposition): Promise<FinalizeResult>

@@ -2,12 +2,14 @@
 // measured in the same run and says whether its target was met; the exit code says if all were.
 import { benchExporter } from './exporter.js'
 import { benchHookSync } from './hook-sync.js'
+import { benchItemBudget } from './item-budget.js'
 import { benchLoad } from './load.js'
 
 const results: boolean[] = []
 results.push(await benchHookSync())
 results.push(await benchExporter(10_000, 'document'))
 results.push(await benchExporter(10_000, 'perResource'))
+results.push(await benchItemBudget())
 results.push(await benchLoad())
 console.log(`\n${results.filter(Boolean).length} of ${results.length} benchmarks met their targets`)
 process.exitCode = results.every(Boolean) ? 0 : 1

@@ -257,3 +257,15 @@ export function abortedTargetSync(parent: KubeObject, reason: 'EvaluationTimeout
   const generation = parentGeneration(parent)
   return targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', undefined, [condition('Ready', false, reason, message, generation)], generation)
 }
+
+/**
+ * Status for a sync whose items the exporter refused (over its item budget): the counts of what
+ * was extracted, Ready False ResourceLimit with the exporter's message, and no checksum, since
+ * the exporter still holds the target's last accepted items. Other conditions stay.
+ */
+export function refusedTargetSync(response: SyncResponse, message: string): SyncResponse {
+  const generation = response.status['observedGeneration'] as number
+  const conditions = (response.status['conditions'] as Condition[]).filter((c) => c.type !== 'Ready')
+  conditions.push(condition('Ready', false, 'ResourceLimit', message, generation))
+  return { ...response, status: { ...response.status, lastError: truncate(message, 256), checksum: '', conditions: sortConditions(conditions) } }
+}

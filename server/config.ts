@@ -25,7 +25,15 @@ export interface Config {
   syncTimeoutMs: number
   /** Heap limit of one extraction worker. */
   workerMemoryMb: number
+  /** Bytes of items (as the exporter charges them) the exporter holds at most. */
+  itemBudgetBytes: number
+  /** Fraction of itemBudgetBytes the targets of one namespace may hold together. */
+  namespaceShare: number
 }
+
+/** Sized to the chart's exporter memory limit (1 GiB); the arithmetic is in docs/operations.md#sizing. */
+export const DEFAULT_ITEM_BUDGET_BYTES = 128 * 1024 * 1024
+export const DEFAULT_NAMESPACE_SHARE = 0.25
 
 type Env = Record<string, string | undefined>
 
@@ -34,6 +42,14 @@ function int(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback
   const n = Number(raw)
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`)
+  return n
+}
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!/^\s*(0|1)?(\.\d+)?\s*$/.test(raw) || !(n > 0 && n <= 1)) throw new Error(`${name} must be a fraction above 0 and at most 1, got ${JSON.stringify(raw)}`)
   return n
 }
 
@@ -113,6 +129,8 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),
     syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),
     workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
+    itemBudgetBytes: int(env, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES', DEFAULT_ITEM_BUDGET_BYTES),
+    namespaceShare: fraction(env, 'KOLLECT_EXPORTER_NAMESPACE_SHARE', DEFAULT_NAMESPACE_SHARE),
     limits: {
       maxExpressionLength: int(env, 'KOLLECT_MAX_EXPRESSION_LENGTH', DEFAULT_LIMITS.maxExpressionLength),
       maxAttributes: int(env, 'KOLLECT_MAX_ATTRIBUTES', DEFAULT_LIMITS.maxAttributes),

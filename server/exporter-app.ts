@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import type { ExporterClient, InventoryComposition, ObjectRef, ResolvedSink, TargetReport } from '../api/types.js'
+import type { ExporterClient, InventoryComposition, ObjectRef, ReportResult, ResolvedSink, TargetReport } from '../api/types.js'
 import { authHeader, authorized, type HookAuth } from './auth.js'
 import { KollectError, errorBody } from './errors.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
@@ -17,7 +17,28 @@ export const EXPORTER_ROUTES = {
   checkSink: '/v1/sinks/check',
 } as const
 
-export async function buildExporterApp(deps: { exporter: ExporterClient; auth: HookAuth; bodyLimit: number; maxJsonDepth: number; logger: Logger; metrics: Metrics }): Promise<FastifyInstance> {
+export interface ExporterAppDeps {
+  exporter: ExporterClient
+  auth: HookAuth
+  /** Largest body of the routes other than reports. */
+  bodyLimit: number
+  /** Largest report body: see reportBodyLimit. */
+  reportBodyLimit: number
+  maxJsonDepth: number
+  logger: Logger
+  metrics: Metrics
+}
+
+/**
+ * A report is charged at least its JSON length (sinks/budget.ts), so one whose body exceeds the
+ * namespace share could never be held: it is refused before it is read. The MiB on top is room
+ * for the envelope and failedKeys, which are not charged.
+ */
+export function reportBodyLimit(namespaceShareBytes: number): number {
+  return namespaceShareBytes + 1024 * 1024
+}
+
+export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyInstance> {
   const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit, ...HTTP_TIMEOUTS })
   // The same bounded parser as the hooks: nothing reaches the exporter's state unparsed or too deep.
   app.removeAllContentTypeParsers()
@@ -25,13 +46,16 @@ export async function buildExporterApp(deps: { exporter: ExporterClient; auth: H
   app.addHook('onRequest', async (request) => {
     if (request.url.startsWith('/v1/') && !authorized(request.headers.authorization, deps.auth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
   })
-  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
-    const status = error instanceof KollectError ? error.statusCode : error.statusCode && error.statusCode < 500 ? error.statusCode : 500
+  app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
+    const known = error instanceof KollectError ? error
+      : error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(request.routeOptions.bodyLimit ?? deps.bodyLimit))
+        : null
+    const status = known ? known.statusCode : error.statusCode && error.statusCode < 500 ? error.statusCode : 500
     if (status >= 500) request.log.error({ err: error }, 'exporter request failed')
-    void reply.code(status).send(error instanceof KollectError ? errorBody(error) : { code: 'KOLLECT_ERR_INTERNAL', message: status >= 500 ? 'internal error' : error.message })
+    void reply.code(status).send(known ? errorBody(known) : { code: 'KOLLECT_ERR_INTERNAL', message: status >= 500 ? 'internal error' : error.message })
   })
   const e = deps.exporter
-  app.post(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn' }, async (req) => { await e.reportTarget(req.body as TargetReport); return {} })
+  app.post(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn', bodyLimit: deps.reportBodyLimit }, async (req) => e.reportTarget(req.body as TargetReport))
   app.post(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn' }, async (req) => { await e.removeTarget(req.body as ObjectRef); return {} })
   app.post(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn' }, async (req) => e.applyInventory(req.body as InventoryComposition))
   app.post(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn' }, async (req) => e.finalizeInventory(req.body as InventoryComposition))
@@ -43,19 +67,40 @@ export async function buildExporterApp(deps: { exporter: ExporterClient; auth: H
 
 /** The hooks container's side of the seam. */
 export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 8000): ExporterClient & { ping(): Promise<boolean>; metrics(): Promise<string> } {
-  const call = async <T>(route: string, body: unknown): Promise<T> => {
+  const post = async (route: string, body: string) => {
     const res = await fetch(baseUrl + route, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...authHeader(auth) },
-      body: JSON.stringify(body),
+      body,
       signal: AbortSignal.timeout(timeoutMs),
     })
-    const text = await res.text()
-    if (!res.ok) throw new Error(`exporter answered ${res.status}: ${text.slice(0, 200)}`)
-    return JSON.parse(text) as T
+    return { ok: res.ok, status: res.status, text: await res.text() }
   }
+  const call = async <T>(route: string, body: unknown): Promise<T> => {
+    const res = await post(route, JSON.stringify(body))
+    if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
+    return JSON.parse(res.text) as T
+  }
+  const report = async (r: TargetReport): Promise<ReportResult> => {
+    const body = JSON.stringify(r)
+    const res = await post(EXPORTER_ROUTES.reportTarget, body)
+    if (res.status === 413) {
+      const reason = (JSON.parse(res.text) as { message?: string }).message
+      return { accepted: false, reason: 'ResourceLimit', message: `the exporter refused a report of ${r.items.length} items (${Buffer.byteLength(body)} bytes of JSON): ${reason}; split the target or trim the profile` }
+    }
+    if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
+    const result = JSON.parse(res.text) as Partial<ReportResult>
+    return result.accepted === false ? { accepted: false, reason: 'ResourceLimit', message: String(result.message) } : { accepted: true }
+  }
+  // One report in flight at a time: the exporter then parses at most one report body at once,
+  // which is what its memory sizing assumes.
+  let reports: Promise<unknown> = Promise.resolve()
   return {
-    reportTarget: (r) => call(EXPORTER_ROUTES.reportTarget, r),
+    reportTarget: (r) => {
+      const run = reports.then(() => report(r))
+      reports = run.catch(() => undefined)
+      return run
+    },
     removeTarget: (t) => call(EXPORTER_ROUTES.removeTarget, t),
     applyInventory: (c) => call(EXPORTER_ROUTES.applyInventory, c),
     finalizeInventory: (c) => call(EXPORTER_ROUTES.finalizeInventory, c),

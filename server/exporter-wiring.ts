@@ -11,7 +11,7 @@ import { checkResolvedEndpoint } from './ssrf.js'
 export function createExporter(config: Config, logger: Logger, metrics: Metrics, env: Record<string, string | undefined> = process.env): Exporter {
   const kc = loadKubeConfig(env)
   const credentials = kc ? kubeCredentials(kc, config.secretCacheMs) : envCredentials(env)
-  return new Exporter({
+  const exporter = new Exporter({
     cluster: config.cluster,
     createSink: createSinkFactory({
       dataDir: config.dataDir,
@@ -19,6 +19,9 @@ export function createExporter(config: Config, logger: Logger, metrics: Metrics,
       checkEndpoint: (url) => checkResolvedEndpoint(url, config.allowPrivateSinks),
     }),
     observer: metrics.exporterObserver,
+    budget: { maxBytes: config.itemBudgetBytes, namespaceShare: config.namespaceShare },
     log: (level, msg, fields) => logger[level](fields ?? {}, msg),
   })
+  metrics.setItemBudget(exporter.budgetBytes)
+  return exporter
 }

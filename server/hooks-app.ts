@@ -6,7 +6,7 @@ import { composeInventory, customizeInventory, finalizeInventoryResponse, syncIn
 import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
 import { customizeSink, mayCheck, reviewSink, sinkSyncResponse } from '../hooks/sink-sync.js'
-import { abortedTargetSync, customizeTarget, finalizeTarget } from '../hooks/target.js'
+import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync } from '../hooks/target.js'
 import { authorized } from './auth.js'
 import type { Config } from './config.js'
 import type { PluralResolver } from './discovery.js'
@@ -121,10 +121,12 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
         if (!outcome.parent) throw new KollectError('KOLLECT_ERR_HOOK_TIMEOUT')
         return abortedTargetSync(outcome.parent, outcome.reason, outcome.message)
       }
-      const { response, report } = outcome.result
+      const { report } = outcome.result
+      let { response } = outcome.result
       if (report) {
-        await callExporter(() => exporter.reportTarget(report))
+        const result = await callExporter(() => exporter.reportTarget(report))
         metrics.itemsExtracted.inc({ target: refKey(report.target) }, report.items.length)
+        if (!result.accepted) response = refusedTargetSync(response, result.message)
       }
       const failed = (response.status['failedCount'] as number | undefined) ?? 0
       if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)

@@ -9,6 +9,8 @@ export interface Metrics {
   extractionErrors: Counter<'target'>
   hookShed: Counter<'reason'>
   exporterObserver: ExporterObserver
+  /** The exporter's item budget and namespace share, in bytes. */
+  setItemBudget(bytes: { exporter: number; namespace: number }): void
 }
 
 export type MetricsRole = 'all' | 'hooks' | 'exporter'
@@ -48,6 +50,10 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
       for (const [sink, at] of lastSuccess) this.set({ sink }, (now - at) / 1000)
     },
   })
+  const heldTotal = new Gauge({ name: 'kollect_exporter_held_bytes', help: 'Bytes of items the exporter holds, as charged to its item budget.', registers: [exporter] })
+  const heldByNamespace = new Gauge({ name: 'kollect_namespace_held_bytes', help: 'Bytes of items the exporter holds for the targets of each namespace, as charged to its share.', labelNames: ['namespace'] as const, registers: [exporter] })
+  const budget = new Gauge({ name: 'kollect_item_budget_bytes', help: 'The item budget (scope exporter) and the share of one namespace (scope namespace), in bytes.', labelNames: ['scope'] as const, registers: [exporter] })
+  const refused = new Counter({ name: 'kollect_reports_refused_total', help: 'Target reports the exporter refused, by target (namespace/name) and the limit they would break (namespace|exporter).', labelNames: ['target', 'limit'] as const, registers: [exporter] })
   const merged = Registry.merge([registry, ...(role === 'exporter' ? [] : [hooks]), ...(role === 'hooks' ? [] : [exporter])])
   const sinkLabel = (s: { namespace: string; name: string }) => (s.namespace ? `${s.namespace}/${s.name}` : s.name)
   return {
@@ -68,6 +74,18 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
       onPendingChange(n) {
         pending.set(n)
       },
+      onHeldChange(namespace, namespaceBytes, totalBytes) {
+        if (namespaceBytes === 0) heldByNamespace.remove({ namespace })
+        else heldByNamespace.set({ namespace }, namespaceBytes)
+        heldTotal.set(totalBytes)
+      },
+      onReportRefused(target, limit) {
+        refused.inc({ target: `${target.namespace}/${target.name}`, limit })
+      },
+    },
+    setItemBudget(bytes) {
+      budget.set({ scope: 'exporter' }, bytes.exporter)
+      budget.set({ scope: 'namespace' }, bytes.namespace)
     },
   }
 }

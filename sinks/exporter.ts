@@ -1,8 +1,9 @@
 import { buildSnapshot, canonicalJson, itemHash, itemKey, refKey, seedItemHash, sha256 } from '../api/canonical.js'
 import type {
-  ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ResolvedSink,
+  ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ReportResult, ResolvedSink,
   SinkCheck, SinkExportState, Snapshot, TargetReport,
 } from '../api/types.js'
+import { ItemBudget, UNBOUNDED, type BudgetLimit, type BudgetOptions } from './budget.js'
 import { DEFAULT_BACKOFF, retryUntilDone, type BackoffPolicy } from './retry.js'
 import type { Sink, WriteResult } from './sink.js'
 
@@ -33,6 +34,9 @@ export interface ExportEvent {
 export interface ExporterObserver {
   onExport?(event: ExportEvent): void
   onPendingChange?(pending: number): void
+  /** The bytes of items held for a namespace's targets, and in total, after they changed. */
+  onHeldChange?(namespace: string, namespaceBytes: number, totalBytes: number): void
+  onReportRefused?(target: ObjectRef, limit: BudgetLimit): void
 }
 
 /** How long a healthcheck answer is reused, and how long one may take. */
@@ -47,11 +51,15 @@ export interface ExporterOptions {
   clock?: Clock
   backoff?: BackoffPolicy
   observer?: ExporterObserver
+  /** Bounds on the items held; unbounded when left out. */
+  budget?: BudgetOptions
   log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
 interface TargetState {
   items: Map<string, Item>
+  /** What the budget charged for items. */
+  bytes: number
 }
 
 interface SinkRuntime {
@@ -94,14 +102,25 @@ export class Exporter implements ExporterClient {
   private readonly checks = new Map<string, { at: number; result: SinkCheck }>()
   private readonly clock: Clock
   private readonly backoff: BackoffPolicy
+  private readonly budget: ItemBudget
   private closed = false
 
   constructor(private readonly options: ExporterOptions) {
     this.clock = options.clock ?? realClock
     this.backoff = options.backoff ?? DEFAULT_BACKOFF
+    this.budget = new ItemBudget(options.budget ?? UNBOUNDED)
   }
 
-  async reportTarget(report: TargetReport): Promise<void> {
+  /** The configured bounds, in bytes. */
+  get budgetBytes(): { exporter: number; namespace: number } {
+    return { exporter: this.budget.maxBytes, namespace: this.budget.namespaceMaxBytes }
+  }
+
+  /**
+   * Replaces the target's items, unless that would take its namespace over its share or the
+   * exporter over its budget: then nothing changes and the result says why.
+   */
+  async reportTarget(report: TargetReport): Promise<ReportResult> {
     const key = refKey(report.target)
     const previous = this.targets.get(key)
     const items = new Map<string, Item>()
@@ -121,15 +140,30 @@ export class Exporter implements ExporterClient {
       const old = previous?.items.get(failed)
       if (old && !items.has(failed)) items.set(failed, old)
     }
-    this.targets.set(key, { items })
+    const { bytes, forget } = this.budget.chargeReport(items.values())
+    const before = previous?.bytes ?? 0
+    const over = this.budget.check(report.target, before, bytes)
+    if (over) {
+      forget()
+      this.options.observer?.onReportRefused?.(report.target, over)
+      const refusal = this.budget.refusal(report.target, over, items.size, bytes)
+      this.log('warn', 'target report refused: over the item budget', { target: key, limit: over, items: items.size, bytes })
+      return refusal
+    }
+    this.targets.set(key, { items, bytes })
+    this.charge(report.target, before, bytes)
     for (const inv of this.inventories.values()) {
       if (inv.composition.targets.some((t) => refKey(t) === key)) this.markDirty(inv)
     }
+    return { accepted: true }
   }
 
   async removeTarget(target: ObjectRef): Promise<void> {
     const key = refKey(target)
-    if (!this.targets.delete(key)) return
+    const previous = this.targets.get(key)
+    if (!previous) return
+    this.targets.delete(key)
+    this.charge(target, previous.bytes, 0)
     for (const inv of this.inventories.values()) {
       if (inv.composition.targets.some((t) => refKey(t) === key)) this.markDirty(inv)
     }
@@ -244,6 +278,12 @@ export class Exporter implements ExporterClient {
   }
 
   // ---- internals ----
+
+  private charge(target: ObjectRef, before: number, after: number): void {
+    if (before === after) return
+    this.budget.move(target, before, after)
+    this.options.observer?.onHeldChange?.(target.namespace, this.budget.namespaceBytes(target.namespace), this.budget.totalBytes)
+  }
 
   private addInventory(composition: InventoryComposition): InventoryRuntime {
     const inv: InventoryRuntime = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, finalizing: null, finalized: false }

@@ -252,6 +252,14 @@ export function assertHardenedPod(d: Deployment, tokenSecret: string | null): vo
   assert.equal(probe[0], 'node')
   assert.match(probe.join(' '), /127\.0\.0\.1:8081\/healthz/)
   assert.equal(exporter.volumeMounts?.find((m) => m.mountPath === '/data')?.name, 'data')
+  // The exporter's memory (docs/operations.md#sizing): its heap cap below its limit, and its item
+  // budget within what the limit holds at the measured ~5 bytes of memory per charged byte.
+  const limit = quantityBytes(exporter.resources?.limits?.memory ?? '')
+  const heap = Number(/--max-old-space-size=(\d+)/.exec(envValue(exporter, 'NODE_OPTIONS') ?? '')?.[1]) * 1024 * 1024
+  const budget = Number(envValue(exporter, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES'))
+  assert.ok(heap > 0 && heap <= limit * 0.8, `exporter heap cap ${heap} against a memory limit of ${limit}`)
+  assert.ok(budget > 0 && 160 * 1024 * 1024 + 5 * budget <= limit, `exporter item budget ${budget} against a memory limit of ${limit}`)
+  assert.ok(/^(0?\.\d+|1)$/.test(envValue(exporter, 'KOLLECT_EXPORTER_NAMESPACE_SHARE') ?? ''), 'a namespace share')
   assert.ok(pod.volumes.some((v) => v.name === 'data'))
 
   for (const c of [hooks, exporter]) {
@@ -271,4 +279,11 @@ export function assertHardenedPod(d: Deployment, tokenSecret: string | null): vo
     assert.equal(volume?.secret?.secretName, tokenSecret, `${c.name}: token from Secret ${tokenSecret}`)
     assert.deepEqual(volume?.secret?.items, [{ key: 'token', path: file.slice(mount.mountPath.length + 1) }])
   }
+}
+
+/** Bytes of a Kubernetes memory quantity in the forms the manifests use (512Mi, 1Gi). */
+function quantityBytes(q: string): number {
+  const m = /^(\d+)(Mi|Gi)$/.exec(q)
+  assert.ok(m, `memory quantity ${q}`)
+  return Number(m[1]) * (m[2] === 'Gi' ? 1024 ** 3 : 1024 ** 2)
 }

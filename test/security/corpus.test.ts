@@ -11,7 +11,7 @@ import { startHooksServer, type HooksServer, type RawResponse } from '../support
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import {
   OMIT, ROUTES, conditionOf, exampleProfile, exportThroughFileSink, fileExportInventory, fileSink, goodTargetSync, inventorySync, isInside,
-  meta, nestedIn, profileWith, scope, send, statusOf, targetWith, waitForExport, walk,
+  meta, nestedIn, outputHeavySync, doublingCel, profileWith, scope, send, statusOf, targetWith, waitForExport, walk,
 } from './support.js'
 
 // A hostile-input corpus: crafted requests and CRs, each with the exact outcome it must get.
@@ -22,7 +22,7 @@ type Expect =
   | { status: number; code?: string; message?: RegExp; body?: Record<string, unknown> }
   | { status: 200; condition: { type: string; status: string; reason: string; message?: RegExp } }
 
-type ServerName = 'main' | 'auth' | 'fileauth' | 'small' | 'deep' | 'strict'
+type ServerName = 'main' | 'auth' | 'fileauth' | 'small' | 'deep' | 'strict' | 'budget'
 
 interface Case {
   reason: string
@@ -47,6 +47,9 @@ const S = ROUTES.sinkSync
 const TOKEN = 'sekret-token'
 const FILE_TOKEN = 'file-token-from-a-secret'
 const SMALL_LIMIT = 64 * 1024
+// The 'budget' server's exporter: 16 MiB of items, 4 MiB per namespace.
+const BUDGET = 16 * 1024 * 1024
+const NAMESPACE_SHARE = BUDGET / 4
 const UNAUTHORIZED = { code: 'KOLLECT_ERR_HOOK_UNAUTHORIZED', message: 'unauthorized' }
 
 const json = (v: unknown) => JSON.stringify(v)
@@ -170,6 +173,14 @@ const namedTarget = (namespace: string, name: string) => {
 
 const namespacedTarget = (namespaces: string[], scopes: KubeObject[] = []) =>
   json(targetSyncRequest([deployment(1), deployment(2, { namespace: 'team-b' }), deployment(3, { namespace: 'kube-system' })], { target: targetWith({ namespaces }), scopes }))
+
+// ---- output much larger than the request: the exporter's item budget ----
+const refusedBy = (namespace: string, items: number) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ResourceLimit', message: new RegExp(`^the exporter refused ${items} items \\(\\d+ bytes\\): namespace ${namespace} holds \\d+ bytes of items and its share is ${NAMESPACE_SHARE} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE$`) } })
+const refusedBytes = (res: RawResponse) => Number(/refused \d+ items \((\d+) bytes\)/.exec(conditionOf(res, 'Ready')?.message ?? '')?.[1])
+const heldBy = async (server: HooksServer, namespace: string): Promise<number> => (await server.metrics.registry.getSingleMetric('kollect_namespace_held_bytes')?.get())?.values.find((v) => v.labels['namespace'] === namespace)?.value ?? 0
+const DOUBLED = doublingCel(10) // 12-character names → 12 KiB strings
+const EMPTY_MAPS = "object.metadata.annotations.pad.split('').map(c, {})" // 20,000 empty maps: 60 KB of JSON per object
+const PAD = { pad: 'x'.repeat(20_000) }
 
 const sinkSync = (name: string, spec: Record<string, unknown>) => json(syncRequest(controllerFor('kollect-sinks'), fileSink('team-a', name, spec), {}))
 
@@ -414,6 +425,42 @@ const CASES: Case[] = [
     body: json(inventorySync({ spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ namespace: 'platform', name: 'files' }] }, sinks: [fileSink('platform', 'files')], scopes: [scope('open', { allowedSinks: [{ namespace: 'platform', name: 'files' }] }, 'platform')] })),
     expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeSinkDenied', message: /^sinks not allowed by the scope of namespace team-a: platform\/files$/ } },
   },
+  // -- memory: what the exporter holds is bounded per namespace and in total --
+  {
+    reason: 'memory: CEL string doubling past the namespace share is refused whole; the namespace keeps what it held',
+    server: 'budget',
+    route: T,
+    body: outputHeavySync('team-m', 't2', 200, DOUBLED),
+    setup: async (server) => {
+      const first = await send(server.url, T, { body: outputHeavySync('team-m', 't1', 200, DOUBLED) })
+      assert.equal(conditionOf(first, 'Ready')?.reason, 'Extracted', first.text.slice(0, 300))
+    },
+    expect: refusedBy('team-m', 200),
+    check: async (res, server) => {
+      assert.deepEqual([statusOf(res)['extractedCount'], statusOf(res)['checksum']], [200, ''])
+      const held = await heldBy(server, 'team-m')
+      assert.ok(held > 0 && held + refusedBytes(res) > NAMESPACE_SHARE, `team-m holds ${held}`)
+      assert.match(conditionOf(res, 'Ready')?.message ?? '', new RegExp(`holds ${held} bytes`))
+    },
+  },
+  {
+    reason: 'memory: the same output in another namespace is accepted: one namespace cannot take the others\' room',
+    server: 'budget',
+    route: T,
+    body: outputHeavySync('team-o', 't1', 200, DOUBLED),
+    expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Extracted', message: /^200 of 200 matched objects extracted$/ } },
+  },
+  {
+    reason: 'memory: 20,000 empty maps per object are charged for their structure, not their 240 KB of JSON',
+    server: 'budget',
+    route: T,
+    body: outputHeavySync('team-p', 't1', 4, EMPTY_MAPS, PAD),
+    expect: refusedBy('team-p', 4),
+    check: (res) => {
+      const json = 4 * 60_000
+      assert.ok(refusedBytes(res) > 20 * json, `charged ${refusedBytes(res)} for ${json} bytes of JSON`)
+    },
+  },
 
   // -- authorization (server with KOLLECT_HOOK_TOKEN) --
   { reason: 'auth: no Authorization header', server: 'auth', route: T, body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
@@ -477,6 +524,7 @@ before(async () => {
   servers.strict = await startHooksServer({ KOLLECT_ALLOW_PRIVATE_SINKS: 'false', ...Object.fromEntries(PG_DSNS.map(([name, dsn]) => [secretEnvName('team-a', name, 'dsn'), dsn])) })
   // Past the nesting bound, for what happens behind it (worker transfer of deep values).
   servers.deep = await startHooksServer({ KOLLECT_SYNC_TIMEOUT_MS: '2500', KOLLECT_MAX_JSON_DEPTH: '10000' })
+  servers.budget = await startHooksServer({ KOLLECT_EXPORTER_ITEM_BUDGET_BYTES: String(BUDGET), KOLLECT_EXPORTER_NAMESPACE_SHARE: '0.25' })
 })
 after(async () => {
   await Promise.all(Object.values(servers).map((s) => s.close()))

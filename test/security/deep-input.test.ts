@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import type { KubeObject } from '../../api/types.js'
-import { buildExporterApp } from '../../server/exporter-app.js'
+import { buildExporterApp, reportBodyLimit } from '../../server/exporter-app.js'
 import { createLogger } from '../../server/logger.js'
 import { createMetrics } from '../../server/metrics.js'
 import { startHooksServer, type HooksServer } from '../support/hooks-server.js'
@@ -49,7 +49,7 @@ let exporterUrl: string
 before(async () => {
   server = await startHooksServer()
   // The exporter sidecar's API, over the same exporter the hooks server feeds.
-  exporterApi = await buildExporterApp({ exporter: server.exporter, auth: { mode: 'none', reason: 'test' }, bodyLimit: 64 * 1024 * 1024, maxJsonDepth: LIMIT, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter') })
+  exporterApi = await buildExporterApp({ exporter: server.exporter, auth: { mode: 'none', reason: 'test' }, bodyLimit: 64 * 1024 * 1024, reportBodyLimit: reportBodyLimit(server.exporter.budgetBytes.namespace), maxJsonDepth: LIMIT, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter') })
   await exporterApi.listen({ port: 0, host: '127.0.0.1' })
   const address = exporterApi.server.address()
   exporterUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`

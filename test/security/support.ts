@@ -287,3 +287,24 @@ export async function recordingListener(): Promise<RecordingListener> {
   }
   return listener
 }
+
+/** cel.bind(s1, name, cel.bind(s2, s1 + s1, …)): each level doubles object.metadata.name. */
+export function doublingCel(levels: number): string {
+  let expr = `s${levels} + s${levels}`
+  for (let i = levels; i >= 1; i--) expr = `cel.bind(s${i}, ${i === 1 ? 'object.metadata.name' : `s${i - 1} + s${i - 1}`}, ${expr})`
+  return expr
+}
+
+/**
+ * A target sync of `count` minimal Deployments (name `w<tag>-<i>`, 12 characters for tags up to
+ * 3 digits), with a profile of one CEL attribute: the request stays small, whatever the
+ * attribute makes of each object.
+ */
+export function outputHeavySync(namespace: string, target: string, count: number, cel: string, annotations: Record<string, string> = {}): string {
+  const objects = Array.from({ length: count }, (_, i): KubeObject => {
+    const name = `w${target.slice(-3).padStart(3, '0')}-${String(i).padStart(7, '0')}`
+    return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace, uid: `uid-${namespace}-${target}-${i}`, labels: { tier: 'frontend' }, annotations } }
+  })
+  const profile = profileWith([{ name: 'out', cel }], 'output-heavy', namespace)
+  return JSON.stringify(targetSyncRequest(objects, { target: targetWith({ profileRef: { name: 'output-heavy' }, matchPolicy: undefined }, target, namespace), profile }))
+}

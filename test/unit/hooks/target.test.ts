@@ -6,7 +6,7 @@ import type { Condition, Item, KollectTargetSpec, KubeObject } from '../../../ap
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
 import type { PluralResolution } from '../../../hooks/plural.js'
 import type { CustomizeResponse, RelatedRule, SyncRequest } from '../../../hooks/request.js'
-import { customizeTarget, syncTarget, type TargetContext, type TargetSyncResult } from '../../../hooks/target.js'
+import { customizeTarget, refusedTargetSync, syncTarget, type TargetContext, type TargetSyncResult } from '../../../hooks/target.js'
 import { controllerFor, customizeRequest, deployment, loadExampleCr, targetSyncRequest, TYPES } from '../../support/metacontroller.js'
 import { asSyncRequest, cond, scopeCr, wire } from './fixtures.js'
 
@@ -393,5 +393,35 @@ describe('syncTarget', () => {
     const labels = x.report?.items[0]?.attributes['labels'] as Record<string, string>
     assert.equal(Object.hasOwn(labels, '__proto__') && labels['__proto__'], 'x')
     assert.notEqual(x.report?.checksum, y.report?.checksum)
+  })
+})
+
+describe('refusedTargetSync', () => {
+  const REFUSAL = 'the exporter refused 2 items (9000 bytes): namespace team-a holds 30000 bytes of items and its share is 32768 bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE'
+
+  test('Ready False ResourceLimit with the exporter\'s message in the condition and lastError; counts as extracted; no checksum; other conditions kept', () => {
+    const synced = syncTarget(request([deployment(1), deployment(6, { namespace: 'kube-system' }), deployment(3)], { target: target({ namespaces: ['team-a', 'kube-system'] }), scopes: [EXAMPLE_SCOPE] }), CTX)
+    const got = refusedTargetSync(synced.response, REFUSAL)
+    assert.deepStrictEqual([got.status['matchedCount'], got.status['extractedCount'], got.status['failedCount']], [2, 2, 0])
+    assert.deepStrictEqual(got, {
+      status: {
+        ...synced.response.status,
+        lastError: REFUSAL,
+        checksum: '',
+        conditions: [
+          cond('Degraded', 'True', 'ScopeNamespaceDenied', 'namespaces not allowed by scope: kube-system (KollectScope team-a)'),
+          cond('Ready', 'False', 'ResourceLimit', REFUSAL),
+        ],
+      },
+      children: [],
+    })
+    assert.deepStrictEqual(validateStatus('KollectTarget', got.status), { valid: true })
+  })
+
+  test('identical refusals of identical syncs give byte-identical status; lastError is cut at 256 characters', () => {
+    const once = () => JSON.stringify(refusedTargetSync(syncTarget(request([deployment(1)]), CTX).response, REFUSAL + ' '.repeat(300) + 'end'))
+    assert.equal(once(), once())
+    const status = (JSON.parse(once()) as { status: { lastError: string } }).status
+    assert.equal(status.lastError.length, 256)
   })
 })

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import { startKollectProcess, type KollectProcess } from '../support/kollect-process.js'
+import { targetSyncRequest } from '../support/metacontroller.js'
+import { ROUTES, conditionOf, doublingCel, fileExportInventory, outputHeavySync, profileWith, send, sleep, statusOf, targetWith, walk } from './support.js'
+
+// Issue 8, finding 3: small target syncs whose CEL output is large (string doubling) made the
+// exporter hold every target's items until the process died of heap exhaustion. Against the
+// real `npm start` process, with a fixed heap: targets past their namespace's share are refused
+// with Ready=False ResourceLimit, another namespace is still accepted and exported, the process
+// stays up and its memory stays within a bound derived from the settings.
+
+const MIB = 1024 * 1024
+const BUDGET = 64 * MIB
+const SHARE = 0.5
+const HEAP_MB = 160
+const OBJECTS = 1000
+const TEAM_A_TARGETS = 16
+
+let kp: KollectProcess
+
+const hostileSync = (namespace: string, target: number): string => outputHeavySync(namespace, `t${target}`, OBJECTS, doublingCel(10))
+
+let peakRss = 0
+let sampling = true
+let sampler: Promise<void>
+
+before(async () => {
+  kp = await startKollectProcess({
+    KOLLECT_EXPORTER_ITEM_BUDGET_BYTES: String(BUDGET),
+    KOLLECT_EXPORTER_NAMESPACE_SHARE: String(SHARE),
+    KOLLECT_EXTRACT_WORKERS: '1',
+    KOLLECT_WORKER_MEMORY_MB: '256',
+    KOLLECT_SYNC_TIMEOUT_MS: '30000',
+  }, [`--max-old-space-size=${HEAP_MB}`])
+  sampler = (async () => {
+    while (sampling && !kp.proc.hasExited()) {
+      peakRss = Math.max(peakRss, kp.rssBytes())
+      await sleep(20)
+    }
+  })()
+})
+after(async () => {
+  sampling = false
+  await sampler
+  await kp.close()
+})
+
+test('targets past their namespace share are refused with ResourceLimit; another namespace is accepted and exported; memory stays bounded', async (t) => {
+  // Warm the worker and the exporter with one target of the other namespace, then take the idle figure.
+  const warm = await send(kp.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([], { target: targetWith({}, 'warm', 'team-c'), profile: profileWith([{ name: 'x', cel: '1' }], 'deployments-basic', 'team-c') })) })
+  assert.equal(warm.status, 200, warm.text)
+  const idleRss = kp.rssBytes()
+
+  const answers: { status: number; ready?: string; reason?: string; message?: string; extracted?: unknown; lastError?: unknown; checksum?: unknown }[] = []
+  for (let n = 0; n < TEAM_A_TARGETS; n++) {
+    const res = await send(kp.url, ROUTES.targetSync, { body: hostileSync('team-a', n) }).catch((err: Error) => ({ status: 0, text: `${err.message}\n${kp.proc.logTail()}` }))
+    assert.equal(res.status, 200, `team-a target ${n}: ${res.text.slice(0, 300)}\n${kp.proc.logTail(5)}`)
+    const r = res as Awaited<ReturnType<typeof send>>
+    const ready = conditionOf(r, 'Ready')
+    const status = statusOf(r)
+    answers.push({ status: r.status, ready: ready?.status, reason: ready?.reason, message: ready?.message, extracted: status['extractedCount'], lastError: status['lastError'], checksum: status['checksum'] })
+  }
+  const accepted = answers.filter((a) => a.ready === 'True')
+  const refused = answers.filter((a) => a.ready === 'False')
+  t.diagnostic(`team-a: ${accepted.length} accepted, ${refused.length} refused; idle RSS ${(idleRss / MIB).toFixed(0)} MiB, peak ${(peakRss / MIB).toFixed(0)} MiB`)
+
+  // Each target's items are charged about 13.5 MiB (1,000 items of 12 KiB strings plus their identity):
+  // two fit in team-a's share of 32 MiB, the third does not.
+  assert.deepEqual(answers.slice(0, 2).map((a) => [a.ready, a.reason]), [['True', 'Extracted'], ['True', 'Extracted']])
+  assert.equal(refused.length, TEAM_A_TARGETS - 2)
+  for (const a of refused) {
+    assert.equal(a.reason, 'ResourceLimit')
+    assert.match(a.message ?? '', /^the exporter refused 1000 items \(\d+ bytes\): namespace team-a holds \d+ bytes of items and its share is 33554432 bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE$/)
+    assert.equal(a.extracted, OBJECTS, 'the counts say what was extracted')
+    assert.equal(a.lastError, a.message)
+    assert.equal(a.checksum, '')
+  }
+  // Identical request, identical exporter state: byte-identical status.
+  const again = await send(kp.url, ROUTES.targetSync, { body: hostileSync('team-a', TEAM_A_TARGETS - 1) })
+  assert.deepEqual(statusOf(again), statusOf(await send(kp.url, ROUTES.targetSync, { body: hostileSync('team-a', TEAM_A_TARGETS - 1) })))
+
+  // Another namespace still has room in the global budget: accepted, and exported.
+  const b = await send(kp.url, ROUTES.targetSync, { body: hostileSync('team-b', 0) })
+  assert.equal(b.status, 200, b.text)
+  assert.deepEqual([conditionOf(b, 'Ready')?.status, conditionOf(b, 'Ready')?.reason], ['True', 'Extracted'])
+  const inventory = JSON.stringify(fileExportInventory({ namespace: 'team-b', inventory: 'inv-b', target: 't0', sink: 'files-b' }))
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const res = await send(kp.url, ROUTES.inventorySync, { body: inventory })
+    assert.equal(res.status, 200, res.text)
+    const sinks = statusOf(res)['sinks'] as { state: string }[] | undefined
+    if (sinks?.[0]?.state === 'Synced') break
+    assert.ok(Date.now() < deadline, `inventory not exported: ${JSON.stringify(statusOf(res))}`)
+    await sleep(100)
+  }
+  const doc = walk(path.join(kp.dataDir, 'data', 'sinks')).find((f) => f.endsWith(`${path.sep}inv-b.json`))
+  assert.ok(doc, 'the team-b inventory file was written')
+  assert.equal((JSON.parse(readFileSync(doc, 'utf8')) as { itemCount: number }).itemCount, OBJECTS)
+
+  const health = await send(kp.url, '/healthz', { method: 'GET' })
+  assert.equal(health.status, 200)
+  assert.equal(kp.proc.hasExited(), false)
+
+  // The exporter's own accounting: team-a within its share, everything within the budget.
+  const metrics = (await send(kp.url, '/metrics', { method: 'GET' })).text
+  const gauge = (line: RegExp) => Number(line.exec(metrics)?.[1] ?? NaN)
+  const teamA = gauge(/^kollect_namespace_held_bytes\{namespace="team-a"\} (\d+)$/m)
+  const total = gauge(/^kollect_exporter_held_bytes (\d+)$/m)
+  assert.ok(teamA > 0 && teamA <= BUDGET * SHARE, `team-a holds ${teamA}`)
+  assert.ok(total > teamA && total <= BUDGET, `the exporter holds ${total}`)
+  assert.match(metrics, /^kollect_reports_refused_total\{target="team-a\/t2",limit="namespace"\} [1-9]/m)
+
+  // The bound is the sizing rule of docs/operations.md: the idle process plus 5 bytes of memory
+  // per charged byte of the budget (the items, charged at least their heap size; their previous
+  // versions; the documents sinks render; one report in flight). The process held about
+  // about 40 MiB of items here (team-a's share and one team-b target); without the budget the
+  // process died of heap exhaustion at about the tenth team-a target.
+  const bound = idleRss + 5 * BUDGET
+  sampling = false
+  await sampler
+  t.diagnostic(`peak RSS ${(peakRss / MIB).toFixed(0)} MiB, bound ${(bound / MIB).toFixed(0)} MiB`)
+  assert.ok(peakRss < bound, `peak RSS ${(peakRss / MIB).toFixed(0)} MiB over the bound ${(bound / MIB).toFixed(0)} MiB`)
+})
