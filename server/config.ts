@@ -77,6 +77,8 @@ export function loadConfig(env: Env = process.env, defaults: Partial<Config> = {
       maxAstNodes: DEFAULT_LIMITS.maxAstNodes,
       maxItemBytes: int(env, 'KOLLECT_MAX_ITEM_BYTES', DEFAULT_LIMITS.maxItemBytes),
       maxRequestItemBytes: int(env, 'KOLLECT_MAX_SYNC_OUTPUT_BYTES', DEFAULT_LIMITS.maxRequestItemBytes),
+      maxStringLength: int(env, 'KOLLECT_MAX_STRING_LENGTH', DEFAULT_LIMITS.maxStringLength),
+      maxListLength: int(env, 'KOLLECT_MAX_LIST_LENGTH', DEFAULT_LIMITS.maxListLength),
     },
   }
 }
