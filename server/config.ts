@@ -18,11 +18,11 @@ export interface Config {
   maxInflightBytes: number
   limits: ExpressionLimits
   secretCacheMs: number
-  /** Extraction worker threads; 0 means one per CPU. */
+  /** Extraction child processes; 0 means one per CPU, at least 2. */
   extractWorkers: number
-  /** Wall-clock budget of one target sync's extraction. */
+  /** Wall-clock budget of one target sync, from its arrival. */
   syncTimeoutMs: number
-  /** Heap limit of one extraction worker. */
+  /** Heap limit of one extraction child process. */
   workerMemoryMb: number
 }
 
@@ -64,7 +64,9 @@ export function loadConfig(env: Env = process.env, defaults: Partial<Config> = {
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
     allowPrivateSinks: bool(env, 'KOLLECT_ALLOW_PRIVATE_SINKS', defaults.allowPrivateSinks ?? false),
     logLevel: env['KOLLECT_LOG_LEVEL'] ?? defaults.logLevel ?? 'info',
-    maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 8),
+    // Metacontroller runs 5 workers per controller and Kollect has 4 controllers: an ordinary
+    // resync never has more than 20 hooks in flight.
+    maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 20),
     maxInflightBytes: int(env, 'KOLLECT_MAX_INFLIGHT_BYTES', 256 * 1024 * 1024),
     secretCacheMs: int(env, 'KOLLECT_SECRET_CACHE_MS', 30_000),
     extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),

@@ -186,6 +186,17 @@ export function isInside(root: string, file: string): boolean {
   return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel)
 }
 
+/**
+ * A CEL expression nesting `cel.bind` n deep, each level built from the last by `step` (by
+ * default doubling it with '+'); `tail` uses the last value. Each level passes every static
+ * check; the value grows 2^n times.
+ */
+export function doubling(n: number, seed: string, tail: (last: string) => string, step = (v: string) => `${v} + ${v}`): string {
+  let expr = tail(`s${n}`)
+  for (let i = n; i >= 1; i--) expr = `cel.bind(s${i}, ${step(`s${i - 1}`)}, ${expr})`
+  return `cel.bind(s0, ${seed}, ${expr})`
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export interface FileExport {

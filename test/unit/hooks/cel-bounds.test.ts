@@ -5,19 +5,13 @@ import { extractObject } from '../../../hooks/extract.js'
 import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from '../../../hooks/limits.js'
 import { compileProfile } from '../../../hooks/profile.js'
 import { deployment } from '../../support/metacontroller.js'
+import { doubling } from '../../security/support.js'
 import { wire } from './fixtures.js'
 
 // Runtime size bounds on CEL values. cel-js has none of its own, and a V8 "invalid size" abort
 // or heap exhaustion cannot be caught: these bounds stop the common paths as a thrown error.
 
 const DEPLOY = wire(deployment(7))
-
-/** `cel.bind` nested n deep, each level doubling the last value; `tail` uses the last one. */
-function doubling(n: number, seed: string, tail: (last: string) => string, step = (v: string) => `${v} + ${v}`): string {
-  let expr = tail(`s${n}`)
-  for (let i = n; i >= 1; i--) expr = `cel.bind(s${i}, ${step(`s${i - 1}`)}, ${expr})`
-  return `cel.bind(s0, ${seed}, ${expr})`
-}
 
 function limits(overrides: Partial<ExpressionLimits>): ExpressionLimits {
   return { ...DEFAULT_LIMITS, ...overrides }
