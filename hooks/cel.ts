@@ -127,12 +127,21 @@ function boundValues(root: RuntimeNode, limits: ExpressionLimits): void {
     stack.push(node.args)
     if (!BOUNDED_OPS.has(node.op)) continue
     const n = node as RuntimeNode
+    const position = n.pos ?? n.start
+    let inner: Evaluate | undefined
     n.evaluate = function bounded(ev, ast, ctx) {
-      const m = n.meta
-      const value = m.alternate ? m.alternate.evaluate(ev, m.alternate, ctx) : m.macro ? m.macro.evaluate(ev, m.macro, ctx) : m.evaluate.call(n, ev, ast, ctx)
-      return checkSize(value, n.pos ?? n.start, limits)
+      // Resolved at the first call, after cel-js has type-checked the tree (which may set meta).
+      inner ??= dispatch(n)
+      return checkSize(inner(ev, ast, ctx), position, limits)
     }
   }
+}
+
+function dispatch(n: RuntimeNode): Evaluate {
+  const { alternate, macro, evaluate } = n.meta
+  if (alternate) return (ev, _ast, ctx) => alternate.evaluate(ev, alternate, ctx)
+  if (macro) return (ev, _ast, ctx) => macro.evaluate(ev, macro, ctx)
+  return (ev, ast, ctx) => evaluate.call(n, ev, ast, ctx)
 }
 
 function checkSize(value: unknown, position: number | undefined, limits: ExpressionLimits): unknown {
