@@ -20,6 +20,8 @@ export interface Config {
   secretCacheMs: number
   /** Extraction child processes; 0 means one per CPU, at least 2. */
   extractWorkers: number
+  /** More children that only take a sync from a namespace with nothing running. */
+  extractReserve: number
   /** Wall-clock budget of one target sync, from its arrival. */
   syncTimeoutMs: number
   /** Heap limit of one extraction child process. */
@@ -70,6 +72,7 @@ export function loadConfig(env: Env = process.env, defaults: Partial<Config> = {
     maxInflightBytes: int(env, 'KOLLECT_MAX_INFLIGHT_BYTES', 256 * 1024 * 1024),
     secretCacheMs: int(env, 'KOLLECT_SECRET_CACHE_MS', 30_000),
     extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),
+    extractReserve: int(env, 'KOLLECT_EXTRACT_RESERVE', 1),
     syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),
     workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
     limits: {

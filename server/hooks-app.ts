@@ -98,6 +98,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
 
   const pool = new ExtractPool({
     size: config.extractWorkers || undefined,
+    reserve: config.extractReserve,
     timeoutMs: config.syncTimeoutMs,
     memoryMb: config.workerMemoryMb,
     limits: config.limits,
