@@ -107,6 +107,10 @@ function main(): void {
   socket.on('close', () => process.exit(0))
   socket.on('error', () => process.exit(0))
   process.on('disconnect', () => process.exit(0))
+  // The server stops its children itself. A signal to the whole process group (Ctrl-C on
+  // npm start) must not look like a crash that the pool answers with replacements.
+  process.on('SIGINT', () => undefined)
+  process.on('SIGTERM', () => undefined)
   warmUp()
   validate({ parent: { metadata: { name: 'warm-up' } } })
   send({ type: 'ready' })
