@@ -20,7 +20,7 @@ export interface Config {
   secretCacheMs: number
   /** Extraction child processes; 0 means one per CPU, at least 2. */
   extractWorkers: number
-  /** More children that only take a sync from a namespace with nothing running. */
+  /** More children that only take a sync from a namespace with nothing running and short recent syncs. */
   extractReserve: number
   /** Wall-clock budget of one target sync, from its arrival. */
   syncTimeoutMs: number

@@ -11,7 +11,7 @@ import { encodeFrame, FrameDecoder } from './frames.js'
 export interface PoolOptions {
   /** Child processes shared by every namespace; default one per CPU, at least 2. */
   size?: number
-  /** More children that only take a sync from a namespace with nothing running. */
+  /** More children that only take a sync from a namespace with nothing running whose recent syncs were short. */
   reserve?: number
   /** Wall-clock budget of one sync, counted from its arrival. */
   timeoutMs: number
@@ -41,6 +41,9 @@ export type PoolOutcome =
 /** A queued sync is refused once less than this share of its budget is left. */
 export const MIN_BUDGET_SHARE = 0.25
 
+/** Half-life of a namespace's slowest recent sync, which decides who may take a reserve child. */
+const SLOWEST_HALF_LIFE_MS = 30_000
+
 const CHILD_URL = new URL('./extract-child.js', import.meta.url)
 const UNKNOWN = ''
 const DIED = 'the extraction process ended before it finished (out of memory or a fatal error); split the target or simplify the profile'
@@ -50,6 +53,7 @@ interface Job {
   id: number
   namespace: string
   arrival: number
+  started?: number
   body: Buffer | null
   parent: KubeObject | null
   resolve(outcome: PoolOutcome): void
@@ -68,15 +72,20 @@ interface Slot {
  * Extraction child processes with a supervisor and a fair queue.
  * - A child that dies (fatal error, heap limit, signal) is replaced; its sync ends ResourceLimit.
  * - A sync past arrival + timeoutMs has its child killed and ends EvaluationTimeout.
- * - Syncs queue per namespace and are taken round robin; the reserve children only take a sync
- *   from a namespace with nothing running, so a flood from one namespace holds at most the
- *   shared children. A sync that waited too long to start is refused (429) instead.
+ * - Syncs queue per namespace and are taken round robin. The reserve children only take a sync
+ *   from a namespace with nothing running whose recent syncs were short (under the share of the
+ *   budget below), so a flood of long syncs holds at most the shared children, even in the gap
+ *   between two of its syncs. A sync that waited too long to start is refused (429) instead.
  */
 export class ExtractPool {
   private readonly slots: Slot[] = []
   /** Per namespace, in arrival order; the Map's order is the round-robin order. */
   private readonly queues = new Map<string, Job[]>()
   private readonly running = new Map<string, number>()
+  /** Each namespace's slowest recent sync (run time), halved every SLOWEST_HALF_LIFE_MS. */
+  private readonly slowest = new Map<string, { ms: number; at: number }>()
+  /** A started, idle child that takes a dead or killed child's place at once (starting one takes 0.3–1 s). */
+  private standby: Slot | null
   private nextId = 1
   private closed = false
   private readyWaiters: (() => void)[] = []
@@ -84,12 +93,13 @@ export class ExtractPool {
   constructor(private readonly options: PoolOptions) {
     const size = options.size || Math.max(2, availableParallelism())
     for (let i = 0; i < size + (options.reserve ?? 1); i++) this.slots.push(this.spawn(i >= size))
+    this.standby = this.spawn(false)
   }
 
   /** Resolves once every child has started (true), or after timeoutMs (false). */
   async ready(timeoutMs: number): Promise<boolean> {
     const deadline = performance.now() + timeoutMs
-    while (!this.slots.every((s) => s.ready)) {
+    while (!this.slots.every((s) => s.ready) || this.standby?.ready === false) {
       const left = deadline - performance.now()
       if (left <= 0 || this.closed) return false
       await new Promise<void>((resolve) => {
@@ -105,7 +115,7 @@ export class ExtractPool {
 
   /** Process ids of the children, for tests and diagnostics. */
   pids(): number[] {
-    return this.slots.map((s) => s.child.pid ?? 0)
+    return [...this.slots, ...(this.standby ? [this.standby] : [])].map((s) => s.child.pid ?? 0)
   }
 
   /** The body goes to a child as it is; the caller must not reuse it. */
@@ -130,7 +140,7 @@ export class ExtractPool {
       slot.job = null
       if (job) this.settle(job, { kind: 'aborted', reason: 'ResourceLimit', message: 'the server is shutting down', parent: job.parent })
     }
-    await Promise.all(this.slots.map((s) => this.stop(s)))
+    await Promise.all([...this.slots, ...(this.standby ? [this.standby] : [])].map((s) => this.stop(s)))
   }
 
   private spawn(reserve: boolean): Slot {
@@ -175,12 +185,23 @@ export class ExtractPool {
   }
 
   private nextNamespace(reserve: boolean): string | undefined {
-    for (const namespace of this.queues.keys()) if (!reserve || !this.running.get(namespace)) return namespace
+    if (!reserve) return this.queues.keys().next().value
+    const now = performance.now()
+    const short = this.options.timeoutMs * MIN_BUDGET_SHARE
+    for (const namespace of this.queues.keys()) {
+      if (!this.running.get(namespace) && this.slowestRecent(namespace, now) < short) return namespace
+    }
     return undefined
+  }
+
+  private slowestRecent(namespace: string, now: number): number {
+    const s = this.slowest.get(namespace)
+    return s ? s.ms * 0.5 ** ((now - s.at) / SLOWEST_HALF_LIFE_MS) : 0
   }
 
   private start(slot: Slot, job: Job): void {
     clearTimeout(job.timer)
+    job.started = performance.now()
     slot.job = job
     this.running.set(job.namespace, (this.running.get(job.namespace) ?? 0) + 1)
     job.timer = setTimeout(() => {
@@ -244,11 +265,19 @@ export class ExtractPool {
   }
 
   private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
-    const index = this.slots.indexOf(slot)
-    if (index < 0 || this.closed) return
+    if (this.closed) return
     this.options.log?.('extraction process ended', { pid: slot.child.pid, code, signal, busy: slot.job !== null })
     // A child that dies before it ever started would die again at once: give it a moment.
-    this.replace(slot, index, 'ResourceLimit', DIED, slot.ready ? 0 : 1000)
+    const delayMs = slot.ready ? 0 : 1000
+    if (slot === this.standby) {
+      this.standby = null
+      setTimeout(() => {
+        if (!this.closed && !this.standby) this.standby = this.spawn(false)
+      }, delayMs).unref()
+      return
+    }
+    const index = this.slots.indexOf(slot)
+    if (index >= 0) this.replace(slot, index, 'ResourceLimit', DIED, delayMs)
   }
 
   /** End the slot's sync and replace its child: a busy child cannot be interrupted any other way. */
@@ -263,7 +292,7 @@ export class ExtractPool {
     const job = slot.job
     slot.job = null
     if (job) this.release(job)
-    if (delayMs === 0) this.slots[index] = this.spawn(slot.reserve)
+    if (delayMs === 0) this.slots[index] = this.successor(slot.reserve)
     else {
       this.slots.splice(index, 1)
       setTimeout(() => {
@@ -276,11 +305,24 @@ export class ExtractPool {
     this.pump()
   }
 
+  /** The standby if it has started (a new one starts behind it), else a new child. */
+  private successor(reserve: boolean): Slot {
+    const standby = this.standby
+    if (!standby?.ready) return this.spawn(reserve)
+    standby.reserve = reserve
+    this.standby = this.spawn(false)
+    return standby
+  }
+
   private release(job: Job): void {
     clearTimeout(job.timer)
     const n = (this.running.get(job.namespace) ?? 1) - 1
     if (n > 0) this.running.set(job.namespace, n)
     else this.running.delete(job.namespace)
+    const now = performance.now()
+    this.slowest.set(job.namespace, { ms: Math.max(this.slowestRecent(job.namespace, now), now - (job.started ?? now)), at: now })
+    // Forget namespaces whose record has decayed away, so the map stays as small as the active set.
+    if (this.slowest.size > 64) for (const namespace of this.slowest.keys()) if (this.slowestRecent(namespace, now) < 1) this.slowest.delete(namespace)
   }
 
   private stop(slot: Slot): Promise<void> {

@@ -3,9 +3,9 @@ import { after, before, describe, test } from 'node:test'
 import type { KubeObject } from '../../api/types.js'
 import { startKollectProcess, type KollectProcess } from '../support/kollect-process.js'
 import type { RawResponse } from '../support/hooks-server.js'
-import { deployment, targetSyncRequest } from '../support/metacontroller.js'
+import { deployment } from '../support/metacontroller.js'
 import { pollUntil } from '../support/process.js'
-import { ROUTES, conditionOf, doubling, exampleProfile, profileWith, send, sleep, statusOf, targetWith } from './support.js'
+import { HEAP_BOMB_CEL, QUADRATIC_CEL, ROUTES, conditionOf, doubling, oneAttributeSync, ordinarySync, send, sleep, statusOf, withList } from './support.js'
 
 // Issue 8, findings 2 and 4, against the real server process (npm start's entry point):
 // a V8 fatal error in one tenant's extraction must end only that extraction, and a flood of
@@ -13,28 +13,8 @@ import { ROUTES, conditionOf, doubling, exampleProfile, profileWith, send, sleep
 
 const DIED = 'the extraction process ended before it finished (out of memory or a fatal error); split the target or simplify the profile'
 
-const BIG = 'object.metadata.annotations.big'
-/** Macro depth 2 over a 50,000-element list: minutes of CPU, little memory, every static check passed. */
-const QUADRATIC = `${BIG}.split(',').exists(a, ${BIG}.split(',').exists(b, a == b + 'x'))`
-/** Macro depth 2 over 5,000 elements: 25 million small lists, every value within the size bounds. */
-const HEAP_BOMB = `${BIG}.split(',').map(a, ${BIG}.split(',').map(b, [a, b]))`
-
-function withBig(n: number): KubeObject {
-  const d = deployment(1)
-  ;(d.metadata as Record<string, unknown>)['annotations'] = { big: Array.from({ length: n }, (_, i) => String(i)).join(',') }
-  return d
-}
-
-/** A target sync in team-a whose profile is one CEL attribute; `target` names the KollectTarget. */
-function teamA(cel: string, object: KubeObject = deployment(1), target = 'prod-deploys'): string {
-  return JSON.stringify(targetSyncRequest([object], { profile: profileWith([{ name: 'x', cel }]), target: targetWith({}, target, 'team-a') }))
-}
-
-/** An ordinary sync of `count` Deployments for a target in `namespace`, with the example profile. */
-function ordinary(namespace: string, count: number, target = 'prod-deploys'): string {
-  const objects = Array.from({ length: count }, (_, i) => deployment(i, { namespace }))
-  return JSON.stringify(targetSyncRequest(objects, { target: targetWith({}, target, namespace), profile: exampleProfile(namespace) }))
-}
+/** A target sync in team-a whose profile is one CEL attribute. */
+const teamA = (cel: string, object: KubeObject = deployment(1), target = 'prod-deploys') => oneAttributeSync(cel, [object], target)
 
 async function timed(url: string, body: string): Promise<RawResponse & { ms: number }> {
   const started = performance.now()
@@ -63,7 +43,7 @@ describe('a V8 fatal error in one tenant\'s extraction ends only that extraction
     assert.ok(!kollect.proc.hasExited(), `the server exited: ${kollect.proc.logTail()}`)
     assert.equal(kollect.proc.child.pid, pid)
     assert.equal((await send(kollect.url, '/healthz', { method: 'GET' })).status, 200)
-    const res = await timed(kollect.url, ordinary('team-b', 3))
+    const res = await timed(kollect.url, ordinarySync('team-b', 3))
     assert.equal(res.status, 200, res.text)
     assert.deepEqual([statusOf(res)['extractedCount'], readyOf(res).reason], [3, 'Extracted'])
   }
@@ -101,12 +81,12 @@ describe('a V8 fatal error in one tenant\'s extraction ends only that extraction
 
   test('a profile that exhausts a child\'s heap with values inside every bound: the child dies, its sync is ResourceLimit, the child is replaced', async () => {
     const before = kollect.extractionPids()
-    assert.equal(before.length, 3, 'two shared children and one reserve')
-    const res = await timed(kollect.url, teamA(HEAP_BOMB, withBig(5000)))
+    assert.equal(before.length, 4, 'two shared children, one reserve, one standby')
+    const res = await timed(kollect.url, teamA(HEAP_BOMB_CEL, withList(5000)))
     assert.equal(res.status, 200, res.text)
     assert.deepEqual(readyOf(res), { status: 'False', reason: 'ResourceLimit', message: DIED })
     assert.ok(res.ms < 8000, `answered after ${res.ms.toFixed(0)} ms, not at the death of the child`)
-    await pollUntil('a replacement child', async () => kollect.extractionPids().length === 3, { timeoutMs: 10_000 })
+    await pollUntil('a replacement child', async () => kollect.extractionPids().length === 4, { timeoutMs: 10_000 })
     const now = kollect.extractionPids()
     assert.equal(now.filter((p) => !before.includes(p)).length, 1, `children before ${before.join(',')}, after ${now.join(',')}`)
     await stillServing()
@@ -114,15 +94,15 @@ describe('a V8 fatal error in one tenant\'s extraction ends only that extraction
 
   test('children killed by SIGKILL in the middle of a sync: it answers ResourceLimit at once, they are replaced, the next sync works', async () => {
     const before = kollect.extractionPids()
-    assert.equal(before.length, 3)
-    const pending = timed(kollect.url, teamA(QUADRATIC, withBig(50_000)))
+    assert.equal(before.length, 4)
+    const pending = timed(kollect.url, teamA(QUADRATIC_CEL, withList(50_000)))
     await sleep(1000)
     for (const child of before) process.kill(child, 'SIGKILL')
     const res = await pending
     assert.equal(res.status, 200, res.text)
     assert.deepEqual(readyOf(res), { status: 'False', reason: 'ResourceLimit', message: DIED })
     assert.ok(res.ms < 6000, `answered after ${res.ms.toFixed(0)} ms; the deadline (8 s) would have answered EvaluationTimeout`)
-    await pollUntil('three replacement children', async () => kollect.extractionPids().filter((p) => !before.includes(p)).length === 3, { timeoutMs: 15_000 })
+    await pollUntil('four replacement children', async () => kollect.extractionPids().filter((p) => !before.includes(p)).length === 4, { timeoutMs: 15_000 })
     await stillServing()
     const metrics = await send(kollect.url, '/metrics', { method: 'GET' })
     assert.match(metrics.text, /kollect_hook_shed_total\{reason="ResourceLimit"\} [5-9]\b/)
@@ -140,9 +120,9 @@ describe('one namespace cannot starve another', () => {
   })
 
   test('six quadratic syncs from team-a, then one sync from team-b: team-b answers within 2 s; team-a gets stopped syncs or 429s, in time', async (t) => {
-    const flood = Array.from({ length: 6 }, (_, i) => timed(kollect.url, teamA(QUADRATIC, withBig(50_000), `flood-${i}`)))
+    const flood = Array.from({ length: 6 }, (_, i) => timed(kollect.url, teamA(QUADRATIC_CEL, withList(50_000), `flood-${i}`)))
     await sleep(300)
-    const b = await timed(kollect.url, ordinary('team-b', 1))
+    const b = await timed(kollect.url, ordinarySync('team-b', 1))
     const a = await Promise.all(flood)
     t.diagnostic(`team-b ${b.ms.toFixed(0)} ms; team-a ${a.map((r) => `${r.status}${r.status === 200 ? ' ' + readyOf(r).reason : ''} ${r.ms.toFixed(0)} ms`).join(', ')}`)
 
@@ -177,7 +157,7 @@ describe('an ordinary resync', () => {
   })
 
   test('20 concurrent syncs (Metacontroller\'s 5 workers × 4 controllers) get no 429 under the default in-flight bound', async (t) => {
-    const bodies = Array.from({ length: 20 }, (_, i) => ordinary(`team-${'abcd'[i % 4]}`, 20, `resync-${i}`))
+    const bodies = Array.from({ length: 20 }, (_, i) => ordinarySync(`team-${'abcd'[i % 4]}`, 20, `resync-${i}`))
     const answers = await Promise.all(bodies.map((body) => timed(kollect.url, body)))
     t.diagnostic(`statuses ${answers.map((r) => r.status).join(' ')}; slowest ${Math.max(...answers.map((r) => r.ms)).toFixed(0)} ms`)
     for (const r of answers) {

@@ -197,6 +197,32 @@ export function doubling(n: number, seed: string, tail: (last: string) => string
   return `cel.bind(s0, ${seed}, ${expr})`
 }
 
+const BIG = 'object.metadata.annotations.big'
+
+/** Macro depth 2 over the `withList` annotation: 50,000 elements take minutes of CPU, little memory. */
+export const QUADRATIC_CEL = `${BIG}.split(',').exists(a, ${BIG}.split(',').exists(b, a == b + 'x'))`
+
+/** Macro depth 2 building n² two-element lists: every value within the size bounds, the heap is not. */
+export const HEAP_BOMB_CEL = `${BIG}.split(',').map(a, ${BIG}.split(',').map(b, [a, b]))`
+
+/** Deployment web-00001 with an annotation `big` listing 0..n-1, comma-separated. */
+export function withList(n: number): KubeObject {
+  const d = deployment(1)
+  ;(d.metadata as Record<string, unknown>)['annotations'] = { big: Array.from({ length: n }, (_, i) => String(i)).join(',') }
+  return d
+}
+
+/** A target sync in team-a (KollectTarget `target`) whose profile is one CEL attribute `x`. */
+export function oneAttributeSync(cel: string, objects: KubeObject[] = [deployment(1)], target = 'prod-deploys'): string {
+  return JSON.stringify(targetSyncRequest(objects, { profile: profileWith([{ name: 'x', cel }]), target: targetWith({}, target, 'team-a') }))
+}
+
+/** An ordinary sync of `count` Deployments for a KollectTarget in `namespace`, with the example profile. */
+export function ordinarySync(namespace: string, count: number, target = 'prod-deploys'): string {
+  const objects = Array.from({ length: count }, (_, i) => deployment(i, { namespace }))
+  return JSON.stringify(targetSyncRequest(objects, { target: targetWith({}, target, namespace), profile: exampleProfile(namespace) }))
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export interface FileExport {
