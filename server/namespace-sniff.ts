@@ -38,7 +38,7 @@ export function sniffNamespace(body: Uint8Array, limit = SNIFF_LIMIT): string | 
       continue
     }
     if (c === COLON) {
-      if (!lastString) continue
+      if (!lastString || depth === 0) continue
       const key = Buffer.from(body.buffer, body.byteOffset + lastString.start, lastString.end - lastString.start).toString('latin1')
       keys[depth - 1] = key
       if (depth === PATH.length && onPath(keys, depth)) return readName(body, i + 1, end)
@@ -56,6 +56,7 @@ export function sniffNamespace(body: Uint8Array, limit = SNIFF_LIMIT): string | 
         continue
       }
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      if (depth === 0) return null // not JSON
       depth--
       keys.length = depth
       if (depth <= 1 && keys[0] === 'parent') return null // parent closed without a namespace

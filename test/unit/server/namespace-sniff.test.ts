@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import fc from 'fast-check'
 import { encodeFrame, FrameDecoder } from '../../../server/frames.js'
 import { sniffNamespace } from '../../../server/namespace-sniff.js'
 import { deployment, goJson, targetSyncRequest } from '../../support/metacontroller.js'
@@ -31,12 +32,22 @@ describe('sniffNamespace', () => {
     { reason: 'a body cut before the namespace', body: metacontrollerBody('team-h').slice(0, 200), want: null },
     { reason: 'a namespace past the scan limit', body: `{"controller":{"pad":"${big}"},"parent":{"metadata":{"namespace":"team-i"}}}`, want: null },
     { reason: 'not JSON at all', body: 'namespace: team-a', want: null },
+    { reason: 'a closing brace first', body: '}', want: null },
+    { reason: 'more closing than opening brackets', body: '{"parent":{}}]]}', want: null },
   ]
   for (const c of cases) {
     test(c.reason, () => {
       assert.equal(sniffNamespace(Buffer.from(c.body)), c.want)
     })
   }
+
+  test('never throws, and finds only DNS labels, on arbitrary bytes and JSON', () => {
+    const bodies = fc.oneof(fc.string({ unit: 'binary' }), fc.jsonValue().map((v) => JSON.stringify(v) ?? ''), fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', ':', ',', '\\', 'a') }))
+    fc.assert(fc.property(bodies, (body) => {
+      const got = sniffNamespace(Buffer.from(body))
+      assert.ok(got === null || /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(got), String(got))
+    }), { numRuns: 2000 })
+  })
 })
 
 describe('frames', () => {
