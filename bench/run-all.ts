@@ -4,6 +4,7 @@ import { benchExporter } from './exporter.js'
 import { benchHookSync } from './hook-sync.js'
 import { benchItemBudget } from './item-budget.js'
 import { benchLoad } from './load.js'
+import { benchTenants } from './tenants.js'
 
 const results: boolean[] = []
 results.push(await benchHookSync())
@@ -11,5 +12,6 @@ results.push(await benchExporter(10_000, 'document'))
 results.push(await benchExporter(10_000, 'perResource'))
 results.push(await benchItemBudget())
 results.push(await benchLoad())
+results.push(await benchTenants())
 console.log(`\n${results.filter(Boolean).length} of ${results.length} benchmarks met their targets`)
 process.exitCode = results.every(Boolean) ? 0 : 1

@@ -1,7 +1,7 @@
 import v8 from 'node:v8'
 import { Environment } from '@marcbachmann/cel-js'
 import { compileCache } from './compile-cache.js'
-import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
+import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 
 // cel-js implements matches() with the process-wide RegExp. These V8 flags make every regex
 // that backtracks too much fall back to V8's linear-time engine, and let us test patterns for
@@ -34,11 +34,21 @@ interface AstNode {
   start?: number
 }
 
+type Evaluate = (ev: unknown, ast: unknown, ctx: unknown) => unknown
+
+/** cel-js's ASTNode as the runtime bounds use it: evaluate is an own, replaceable method. */
+interface RuntimeNode extends AstNode {
+  /** The operator's own offset (the '.', '+' or method name); start is the whole node's. */
+  pos?: number
+  evaluate: Evaluate
+  readonly meta: { evaluate: Evaluate; alternate?: RuntimeNode; macro?: { evaluate: Evaluate } }
+}
+
 const cached = compileCache<CelCompiled>()
 
 /** Compile once per expression text; the result (or the error) is cached. */
 export function compileCel(expression: string, limits: ExpressionLimits = DEFAULT_LIMITS): CelCompiled {
-  return cached(`${limits.maxExpressionLength}:${limits.maxMacroDepth}:${expression}`, () => compileUncached(expression, limits))
+  return cached(`${limits.maxExpressionLength}:${limits.maxMacroDepth}:${limits.maxStringLength}:${limits.maxListLength}:${expression}`, () => compileUncached(expression, limits))
 }
 
 function compileUncached(expression: string, limits: ExpressionLimits): CelCompiled {
@@ -56,6 +66,7 @@ function compileUncached(expression: string, limits: ExpressionLimits): CelCompi
   }
   const problem = checkAst(parsed.ast as unknown as AstNode, limits)
   if (problem) return { ok: false, error: problem }
+  boundValues(parsed.ast as unknown as RuntimeNode, limits)
   const program: CelProgram = (context) => parsed(context)
   return { ok: true, program }
 }
@@ -89,6 +100,60 @@ function checkAst(root: AstNode, limits: ExpressionLimits): CompileError | null 
     stack.push({ node: node.args, depth })
   }
   return null
+}
+
+// Nodes whose value can be larger than their inputs ('+', functions, macros, cel.bind) or that
+// read a value from the object ('.', '[]'). Checking each of their values bounds every
+// intermediate: a doubling stops within a step of the limit, and split() or a list '+' never
+// sees an operand past it, so V8 never reaches its fatal "invalid size" or heap-limit paths.
+const BOUNDED_OPS = new Set(['+', 'call', 'rcall', '.', '[]'])
+
+/**
+ * cel-js 8 has no runtime size limits (its `limits` are parse-time only), and its built-in
+ * overloads cannot be replaced. Its evaluator calls `node.evaluate(ev, node, ctx)` for every
+ * node, so each bounded node gets an own evaluate that dispatches as ASTNode.evaluate does
+ * (alternate for macros like map, macro for cel.bind and has, else the operator) and then
+ * checks the value. test/unit/hooks/cel-bounds.test.ts pins this against the library.
+ */
+function boundValues(root: RuntimeNode, limits: ExpressionLimits): void {
+  const stack: unknown[] = [root]
+  while (stack.length > 0) {
+    const node = stack.pop()
+    if (Array.isArray(node)) {
+      stack.push(...node)
+      continue
+    }
+    if (!isNode(node)) continue
+    stack.push(node.args)
+    if (!BOUNDED_OPS.has(node.op)) continue
+    const n = node as RuntimeNode
+    const position = n.pos ?? n.start
+    let inner: Evaluate | undefined
+    n.evaluate = function bounded(ev, ast, ctx) {
+      // Resolved at the first call, after cel-js has type-checked the tree (which may set meta).
+      inner ??= dispatch(n)
+      return checkSize(inner(ev, ast, ctx), position, limits)
+    }
+  }
+}
+
+function dispatch(n: RuntimeNode): Evaluate {
+  const { alternate, macro, evaluate } = n.meta
+  if (alternate) return (ev, _ast, ctx) => alternate.evaluate(ev, alternate, ctx)
+  if (macro) return (ev, _ast, ctx) => macro.evaluate(ev, macro, ctx)
+  return (ev, ast, ctx) => evaluate.call(n, ev, ast, ctx)
+}
+
+function checkSize(value: unknown, position: number | undefined, limits: ExpressionLimits): unknown {
+  const at = position === undefined ? '' : ` at position ${position}`
+  if (typeof value === 'string') {
+    if (value.length > limits.maxStringLength) throw new ResourceLimitError(`a CEL string${at} has ${value.length} characters; the limit is ${limits.maxStringLength}`)
+  } else if (Array.isArray(value)) {
+    if (value.length > limits.maxListLength) throw new ResourceLimitError(`a CEL list${at} has ${value.length} elements; the limit is ${limits.maxListLength}`)
+  } else if (value instanceof Uint8Array && value.length > limits.maxStringLength) {
+    throw new ResourceLimitError(`CEL bytes${at} have ${value.length} bytes; the limit is ${limits.maxStringLength}`)
+  }
+  return value
 }
 
 function checkPattern(call: AstNode): CompileError | null {

@@ -3,9 +3,10 @@ import { canonicalJson } from '../api/canonical.js'
 import type { JsonObject, JsonValue, KubeObject } from '../api/types.js'
 import { celError, isMissingKey } from './cel.js'
 import { MISSING } from './jsonpath.js'
+import { ResourceLimitError } from './limits.js'
 import type { CompiledProfile } from './profile.js'
 import { REDACTED, type Redactor } from './redact.js'
-import { coerce, setOwn, toJson } from './values.js'
+import { coerce, setOwn, toJson, valueBudget } from './values.js'
 
 export interface ExtractResult {
   /** Present when every required attribute evaluated; optional failures only drop their key. */
@@ -86,11 +87,13 @@ export function extractObject(object: KubeObject, profile: CompiledProfile, maxI
   const attributes: JsonObject = {}
   const errors: string[] = []
   let failedRequired = false
+  const budget = valueBudget(profile.maxValueSize)
   for (const attr of profile.attributes) {
     let value: unknown
     try {
       value = attr.evaluate(input)
     } catch (err) {
+      if (err instanceof ResourceLimitError) throw new ResourceLimitError(`attribute ${attr.name}: ${err.message}`)
       if (isMissingKey(err)) value = MISSING
       else {
         errors.push(`${attr.name}: ${celError(err).message}`)
@@ -104,9 +107,10 @@ export function extractObject(object: KubeObject, profile: CompiledProfile, maxI
       continue
     }
     try {
-      const json = coerce(toJson(value), attr.type)
+      const json = coerce(toJson(value, budget), attr.type)
       setOwn(attributes, attr.name, profile.redactor.isSensitive(attr.name) ? REDACTED : profile.redactor.redact(json))
     } catch (err) {
+      if (err instanceof ResourceLimitError) throw new ResourceLimitError(`attribute ${attr.name}: ${err.message}`)
       errors.push(`${attr.name}: ${(err as Error).message}`)
       if (!attr.optional) failedRequired = true
     }

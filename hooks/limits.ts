@@ -15,6 +15,15 @@ export interface ExpressionLimits {
   maxRequestItemBytes: number
   /** Nesting of objects and arrays in a request body; real objects stay under 40. */
   maxJsonDepth: number
+  /**
+   * Characters (or bytes) of one string a CEL expression reads or builds, and the size of one
+   * object's attribute values (elements plus characters) before they are serialised. Kubernetes
+   * objects stay under 1.5 MiB, so real profiles never get near it; doubling bombs do within
+   * about 20 steps.
+   */
+  maxStringLength: number
+  /** Elements of one list a CEL expression reads or builds (split, +, map, filter…). */
+  maxListLength: number
 }
 
 export const DEFAULT_LIMITS: ExpressionLimits = {
@@ -25,4 +34,13 @@ export const DEFAULT_LIMITS: ExpressionLimits = {
   maxItemBytes: 64 * 1024,
   maxRequestItemBytes: 256 * 1024 * 1024,
   maxJsonDepth: 512,
+  maxStringLength: 4 * 1024 * 1024,
+  maxListLength: 1024 * 1024,
 }
+
+/**
+ * A value outgrew a runtime bound. Unlike an ordinary evaluation error it is not the object's
+ * problem but the profile's: the whole target sync stops with Ready=False ResourceLimit, and
+ * the exporter keeps the target's last items.
+ */
+export class ResourceLimitError extends Error {}

@@ -25,6 +25,8 @@ export interface CompiledProfile {
   attributes: CompiledAttribute[]
   problems: AttributeProblem[]
   redactor: Redactor
+  /** Elements plus characters the attribute values of one object may have before they are serialised. */
+  maxValueSize: number
 }
 
 /** Compile every attribute; problems are data for the profile's status, never exceptions. */
@@ -56,7 +58,8 @@ export function compileProfile(spec: KollectProfileSpec, limits: ExpressionLimit
       attributes.push({ ...base, evaluate: c.program })
     }
   })
-  return { attributes, problems, redactor: createRedactor(Array.isArray(spec?.redactKeys) ? spec.redactKeys.filter((k) => typeof k === 'string') : []) }
+  const redactor = createRedactor(Array.isArray(spec?.redactKeys) ? spec.redactKeys.filter((k) => typeof k === 'string') : [])
+  return { attributes, problems, redactor, maxValueSize: limits.maxStringLength }
 }
 
 export function describeProblem(p: AttributeProblem): string {

@@ -1,5 +1,6 @@
 import type { KubeObject, LabelSelector } from '../api/types.js'
 import { celError, type CelProgram } from './cel.js'
+import { ResourceLimitError } from './limits.js'
 import type { EffectiveScope } from './scope.js'
 
 // Selection is a chain of named predicates. Each returns null when the object passes, or the
@@ -55,6 +56,7 @@ export function passesMatchPolicy(program: CelProgram | undefined): Predicate {
     try {
       result = program({ object })
     } catch (err) {
+      if (err instanceof ResourceLimitError) throw new ResourceLimitError(`matchPolicy: ${err.message}`)
       return `matchPolicy failed: ${celError(err).message}`
     }
     if (typeof result !== 'boolean') return 'matchPolicy did not return a bool'

@@ -7,7 +7,7 @@ import {
 import { compileCel, type CelProgram } from './cel.js'
 import { condition, sortConditions, truncate } from './conditions.js'
 import { expressionInput, extractObject } from './extract.js'
-import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
+import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 import { isClusterScoped, type PluralResolution } from './plural.js'
 import { compileProfile, describeProblem } from './profile.js'
 import {
@@ -29,6 +29,8 @@ export interface TargetSyncResult {
   response: SyncResponse
   /** Items for the exporter; null keeps what it already holds (the spec or profile is broken, or the target is suspended). */
   report: TargetReport | null
+  /** Set when a runtime bound stopped the whole sync (the server counts it as shed). */
+  stopped?: 'ResourceLimit'
 }
 
 /** Related-resource rules from the target's own spec, so Metacontroller's per-generation cache stays right. */
@@ -151,32 +153,38 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   const failedKeys: string[] = []
   const counts: Counts = { ...NO_COUNTS }
   let itemBytes = 0
-  for (const { key, object } of objects) {
-    // matchPolicy is an expression too: it sees what the attributes see, never Secret data.
-    const input = expressionInput(object, profile.redactor)
-    const reason = select(input, predicates)
-    const identity = identityOf(object, res.version, ref)
-    if (reason !== null) {
-      // A policy that errors on one object must not delete that object's exported item.
-      if (reason.startsWith('matchPolicy failed')) {
-        recordFailure(counts, key, reason)
-        failedKeys.push(itemKey(identity))
+  try {
+    for (const { key, object } of objects) {
+      // matchPolicy is an expression too: it sees what the attributes see, never Secret data.
+      const input = expressionInput(object, profile.redactor)
+      const reason = select(input, predicates)
+      const identity = identityOf(object, res.version, ref)
+      if (reason !== null) {
+        // A policy that errors on one object must not delete that object's exported item.
+        if (reason.startsWith('matchPolicy failed')) {
+          recordFailure(counts, key, reason)
+          failedKeys.push(itemKey(identity))
+        }
+        continue
       }
-      continue
+      counts.matchedCount++
+      const out = extractObject(input, profile, limits.maxItemBytes)
+      if (out.errors.length > 0) recordFailure(counts, key, out.errors.join('; '))
+      if (!out.attributes) {
+        failedKeys.push(itemKey(identity))
+        continue
+      }
+      itemBytes += out.bytes
+      if (itemBytes > limits.maxRequestItemBytes) {
+        return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
+      }
+      items.push({ ...identity, attributes: out.attributes })
+      counts.extractedCount++
     }
-    counts.matchedCount++
-    const out = extractObject(input, profile, limits.maxItemBytes)
-    if (out.errors.length > 0) recordFailure(counts, key, out.errors.join('; '))
-    if (!out.attributes) {
-      failedKeys.push(itemKey(identity))
-      continue
-    }
-    itemBytes += out.bytes
-    if (itemBytes > limits.maxRequestItemBytes) {
-      return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
-    }
-    items.push({ ...identity, attributes: out.attributes })
-    counts.extractedCount++
+  } catch (err) {
+    // A value past a runtime bound is the profile's doing, not one object's: stop the whole sync.
+    if (!(err instanceof ResourceLimitError)) throw err
+    return { response: abortedTargetSync(req.parent, 'ResourceLimit', `extraction stopped: ${err.message}`), report: null, stopped: 'ResourceLimit' }
   }
   items.sort(compareItems)
   const checksum = itemsChecksum(items)

@@ -1,25 +1,56 @@
 import type { AttributeType, JsonValue } from '../api/types.js'
+import { ResourceLimitError } from './limits.js'
 
 export class CoercionError extends Error {}
 
 /** Deeper values are refused: nobody reads them, and they break structured clone and YAML. */
 export const MAX_VALUE_DEPTH = 64
 
-/** CEL and JSONPath results as plain JSON: bigint → number, Date → RFC 3339, bytes → base64. */
-export function toJson(value: unknown, depth = 0): JsonValue {
+/** Elements plus characters the values of one item may still have, shared by its attributes. */
+export interface ValueBudget {
+  left: number
+  readonly max: number
+}
+
+export function valueBudget(max: number): ValueBudget {
+  return { left: max, max }
+}
+
+/**
+ * CEL and JSONPath results as plain JSON: bigint → number, Date → RFC 3339, bytes → base64.
+ * The budget bounds the elements plus characters visited: a CEL value may share one list or
+ * string many times over (cel.bind), small in memory but huge once serialised, so the walk
+ * stops before JSON.stringify would.
+ */
+export function toJson(value: unknown, budget: ValueBudget = valueBudget(Number.POSITIVE_INFINITY)): JsonValue {
+  return convert(value, 0, budget)
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER)
+
+function spend(budget: ValueBudget, n: number): void {
+  budget.left -= n
+  if (budget.left < 0) throw new ResourceLimitError(`the attribute values of one object have more than ${budget.max} elements and characters`)
+}
+
+function convert(value: unknown, depth: number, budget: ValueBudget): JsonValue {
   if (value === null || value === undefined) return null
   switch (typeof value) {
     case 'string':
+      spend(budget, value.length + 1)
+      return value
     case 'boolean':
       return value
     case 'number':
       if (!Number.isFinite(value)) throw new CoercionError(`value ${value} is not a finite number`)
       return value
     case 'bigint':
-      if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) return value.toString()
+      if (value > MAX_SAFE || value < MIN_SAFE) return value.toString()
       return Number(value)
     case 'object':
       if (depth >= MAX_VALUE_DEPTH) throw new CoercionError(`value nests deeper than ${MAX_VALUE_DEPTH} levels`)
+      spend(budget, 1)
       break
     default:
       throw new CoercionError(`value of type ${typeof value} cannot be exported`)
@@ -28,28 +59,31 @@ export function toJson(value: unknown, depth = 0): JsonValue {
   if (Array.isArray(value)) {
     let out: JsonValue[] | null = null
     for (let i = 0; i < value.length; i++) {
-      const v = toJson(value[i], depth + 1)
+      const v = convert(value[i], depth + 1, budget)
       if (v !== value[i]) (out ??= value.slice())[i] = v
     }
     return out ?? (value as JsonValue[])
   }
   if (value instanceof Date) return value.toISOString()
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+  if (value instanceof Uint8Array) {
+    spend(budget, value.length)
+    return Buffer.from(value).toString('base64')
+  }
   if (value instanceof Map) {
     const out: Record<string, JsonValue> = {}
-    for (const [k, v] of value) setOwn(out, String(k), toJson(v, depth + 1))
+    for (const [k, v] of value) setOwn(out, String(k), convert(v, depth + 1, budget))
     return out
   }
   const proto = Object.getPrototypeOf(value)
   if (proto !== Object.prototype && proto !== null) {
     const v = value as { valueOf?: () => unknown }
     const prim = typeof v.valueOf === 'function' ? v.valueOf() : value
-    if (prim !== value) return toJson(prim, depth)
+    if (prim !== value) return convert(prim, depth, budget)
   }
   const obj = value as Record<string, unknown>
   let out: Record<string, JsonValue> | null = null
   for (const k of Object.keys(obj)) {
-    const v = toJson(obj[k], depth + 1)
+    const v = convert(obj[k], depth + 1, budget)
     if (v === obj[k]) continue
     if (!out) {
       out = {}

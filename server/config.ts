@@ -19,11 +19,13 @@ export interface Config {
   maxInflightBytes: number
   limits: ExpressionLimits
   secretCacheMs: number
-  /** Extraction worker threads; 0 means one per CPU. */
+  /** Extraction child processes; 0 means one per CPU, at least 2. */
   extractWorkers: number
-  /** Wall-clock budget of one target sync's extraction. */
+  /** More children that only take a sync from a namespace with nothing running and short recent syncs. */
+  extractReserve: number
+  /** Wall-clock budget of one target sync, from its arrival. */
   syncTimeoutMs: number
-  /** Heap limit of one extraction worker. */
+  /** Heap limit of one extraction child process. */
   workerMemoryMb: number
   /** Bytes of items (as the exporter charges them) the exporter holds at most. */
   itemBudgetBytes: number
@@ -123,10 +125,13 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
     allowPrivateSinks: bool(env, 'KOLLECT_ALLOW_PRIVATE_SINKS', defaults.allowPrivateSinks ?? false),
     logLevel: env['KOLLECT_LOG_LEVEL'] ?? defaults.logLevel ?? 'info',
-    maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 8),
+    // Metacontroller runs 5 workers per controller and Kollect has 4 controllers: an ordinary
+    // resync never has more than 20 hooks in flight.
+    maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 20),
     maxInflightBytes: int(env, 'KOLLECT_MAX_INFLIGHT_BYTES', 256 * 1024 * 1024),
     secretCacheMs: int(env, 'KOLLECT_SECRET_CACHE_MS', 30_000),
     extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),
+    extractReserve: int(env, 'KOLLECT_EXTRACT_RESERVE', 1),
     syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),
     workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
     itemBudgetBytes: int(env, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES', DEFAULT_ITEM_BUDGET_BYTES),
@@ -139,6 +144,8 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
       maxItemBytes: int(env, 'KOLLECT_MAX_ITEM_BYTES', DEFAULT_LIMITS.maxItemBytes),
       maxRequestItemBytes: int(env, 'KOLLECT_MAX_SYNC_OUTPUT_BYTES', DEFAULT_LIMITS.maxRequestItemBytes),
       maxJsonDepth: int(env, 'KOLLECT_MAX_JSON_DEPTH', DEFAULT_LIMITS.maxJsonDepth),
+      maxStringLength: int(env, 'KOLLECT_MAX_STRING_LENGTH', DEFAULT_LIMITS.maxStringLength),
+      maxListLength: int(env, 'KOLLECT_MAX_LIST_LENGTH', DEFAULT_LIMITS.maxListLength),
     },
   }
 }

@@ -1,137 +1,339 @@
+import { fork, type ChildProcess } from 'node:child_process'
+import type { Socket } from 'node:net'
 import { availableParallelism } from 'node:os'
-import { Worker } from 'node:worker_threads'
 import type { KubeObject, KollectTargetSpec } from '../api/types.js'
 import type { ExpressionLimits } from '../hooks/limits.js'
 import type { TargetSyncResult } from '../hooks/target.js'
 import type { PluralResolver } from './discovery.js'
-import type { FromWorker, ToWorker } from './extract-worker.js'
+import type { FromChild, ToChild } from './extract-child.js'
+import { encodeFrame, FrameDecoder } from './frames.js'
 
 export interface PoolOptions {
+  /** Child processes shared by every namespace; default one per CPU, at least 2. */
   size?: number
-  /** Wall-clock budget of one sync in a worker, from the moment a worker takes it. */
+  /** More children that only take a sync from a namespace with nothing running whose recent syncs were short. */
+  reserve?: number
+  /** Wall-clock budget of one sync, counted from its arrival. */
   timeoutMs: number
-  /** Heap limit of a worker; a sync that needs more ends that worker, not the process. */
+  /** Heap limit of a child; a sync that needs more ends that child, not the server. */
   memoryMb: number
   limits: ExpressionLimits
   resolvePlural: PluralResolver
+  /** Where child deaths and internal errors are reported (never request data). */
+  log?: (message: string, fields: Record<string, unknown>) => void
 }
+
+/** A sync's arrival (performance.now()) and the namespace that queues it (null: unknown). */
+export interface JobInfo {
+  arrival: number
+  namespace: string | null
+}
+
+export type StopReason = 'EvaluationTimeout' | 'ResourceLimit'
 
 export type PoolOutcome =
   | { kind: 'done'; result: TargetSyncResult }
   | { kind: 'bad'; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
-  | { kind: 'aborted'; reason: 'EvaluationTimeout' | 'ResourceLimit'; message: string; parent: KubeObject | null }
+  | { kind: 'aborted'; reason: StopReason; message: string; parent: KubeObject | null }
+  /** Still queued when too little of its budget was left to start: answer 429. */
+  | { kind: 'queued'; waitedMs: number }
+
+/** A queued sync is refused once less than this share of its budget is left. */
+export const MIN_BUDGET_SHARE = 0.25
+
+/** Half-life of a namespace's slowest recent sync, which decides who may take a reserve child. */
+const SLOWEST_HALF_LIFE_MS = 30_000
+
+const CHILD_URL = new URL('./extract-child.js', import.meta.url)
+const UNKNOWN = ''
+const DIED = 'the extraction process ended before it finished (out of memory or a fatal error); split the target or simplify the profile'
+const INTERNAL = 'extraction stopped by an internal error'
 
 interface Job {
   id: number
+  namespace: string
+  arrival: number
+  started?: number
   body: Buffer | null
-  resolve(outcome: PoolOutcome): void
   parent: KubeObject | null
+  resolve(outcome: PoolOutcome): void
   timer?: NodeJS.Timeout
 }
 
 interface Slot {
-  worker: Worker
+  child: ChildProcess
+  pipe: Socket
+  reserve: boolean
   job: Job | null
+  ready: boolean
 }
 
-const WORKER_URL = new URL('./extract-worker.js', import.meta.url)
-
-/** Bytes that own their whole ArrayBuffer, so it can be transferred (small Buffers share a pool). */
-function ownBytes(buf: Buffer): Uint8Array {
-  if (buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength) return new Uint8Array(buf.buffer, 0, buf.byteLength)
-  return new Uint8Array(buf)
-}
-
-/** A fixed set of extraction workers with a deadline per job; a stalled or exhausted worker is replaced. */
+/**
+ * Extraction child processes with a supervisor and a fair queue.
+ * - A child that dies (fatal error, heap limit, signal) is replaced; its sync ends ResourceLimit.
+ * - A sync past arrival + timeoutMs has its child killed and ends EvaluationTimeout.
+ * - Syncs queue per namespace and are taken round robin. The reserve children only take a sync
+ *   from a namespace with nothing running whose recent syncs were short (under the share of the
+ *   budget below), so a flood of long syncs holds at most the shared children, even in the gap
+ *   between two of its syncs. A sync that waited too long to start is refused (429) instead.
+ */
 export class ExtractPool {
   private readonly slots: Slot[] = []
-  private readonly queue: Job[] = []
+  /** Per namespace, in arrival order; the Map's order is the round-robin order. */
+  private readonly queues = new Map<string, Job[]>()
+  private readonly running = new Map<string, number>()
+  /** Each namespace's slowest recent sync (run time), halved every SLOWEST_HALF_LIFE_MS. */
+  private readonly slowest = new Map<string, { ms: number; at: number }>()
+  /** A started, idle child that takes a dead or killed child's place at once (starting one takes 0.3–1 s). */
+  private standby: Slot | null
   private nextId = 1
   private closed = false
+  private readyWaiters: (() => void)[] = []
 
   constructor(private readonly options: PoolOptions) {
-    const size = options.size ?? Math.max(1, availableParallelism())
-    for (let i = 0; i < size; i++) this.slots.push(this.spawn())
+    const size = options.size || Math.max(2, availableParallelism())
+    for (let i = 0; i < size + (options.reserve ?? 1); i++) this.slots.push(this.spawn(i >= size))
+    this.standby = this.spawn(false)
   }
 
-  /** The body is handed over to the worker (its memory is transferred, not copied). */
-  run(body: Buffer): Promise<PoolOutcome> {
+  /** Resolves once every child has started (true), or after timeoutMs (false). */
+  async ready(timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs
+    while (!this.slots.every((s) => s.ready) || this.standby?.ready === false) {
+      const left = deadline - performance.now()
+      if (left <= 0 || this.closed) return false
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left)
+        this.readyWaiters.push(() => {
+          clearTimeout(timer)
+          resolve()
+        })
+      })
+    }
+    return true
+  }
+
+  /** Process ids of the children, for tests and diagnostics. */
+  pids(): number[] {
+    return [...this.slots, ...(this.standby ? [this.standby] : [])].map((s) => s.child.pid ?? 0)
+  }
+
+  /** The body goes to a child as it is; the caller must not reuse it. */
+  run(body: Buffer, info: JobInfo): Promise<PoolOutcome> {
     return new Promise((resolve) => {
-      this.queue.push({ id: this.nextId++, body, resolve, parent: null })
+      const job: Job = { id: this.nextId++, namespace: info.namespace ?? UNKNOWN, arrival: info.arrival, body, parent: null, resolve }
+      const queue = this.queues.get(job.namespace)
+      if (queue) queue.push(job)
+      else this.queues.set(job.namespace, [job])
+      const refuseAt = job.arrival + this.options.timeoutMs * (1 - MIN_BUDGET_SHARE)
+      job.timer = setTimeout(() => this.refuse(job), Math.max(0, refuseAt - performance.now()))
       this.pump()
     })
   }
 
   async close(): Promise<void> {
     this.closed = true
-    await Promise.all(this.slots.map((s) => s.worker.terminate()))
+    for (const queue of this.queues.values()) for (const job of queue) this.settle(job, { kind: 'queued', waitedMs: performance.now() - job.arrival })
+    this.queues.clear()
+    for (const slot of this.slots) {
+      const job = slot.job
+      slot.job = null
+      if (job) this.settle(job, { kind: 'aborted', reason: 'ResourceLimit', message: 'the server is shutting down', parent: job.parent })
+    }
+    await Promise.all([...this.slots, ...(this.standby ? [this.standby] : [])].map((s) => this.stop(s)))
   }
 
-  private spawn(): Slot {
-    const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: this.options.memoryMb } })
-    const slot: Slot = { worker, job: null }
-    worker.on('message', (msg: FromWorker) => void this.onMessage(slot, msg))
-    // A result that cannot be deserialised here (nesting deeper than structured clone allows)
-    // would otherwise be dropped silently and the job would wait out its deadline.
-    worker.on('messageerror', () => this.fail(slot, 'ResourceLimit', 'the extraction result could not be transferred (nested too deeply)'))
-    // An out-of-memory worker emits 'error' and then exits; either way its job ends here.
-    worker.on('error', (err) => this.fail(slot, 'ResourceLimit', `extraction stopped: ${err.message}`))
-    worker.on('exit', () => this.fail(slot, 'ResourceLimit', 'extraction worker exited'))
-    worker.unref()
+  private spawn(reserve: boolean): Slot {
+    const execArgv = [...process.execArgv.filter((a) => !a.startsWith('--max-old-space-size')), `--max-old-space-size=${this.options.memoryMb}`]
+    const child = fork(CHILD_URL, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'ipc'] })
+    const pipe = child.stdio[3] as Socket
+    const slot: Slot = { child, pipe, reserve, job: null, ready: false }
+    const decoder = new FrameDecoder<FromChild>()
+    pipe.on('data', (chunk: Buffer) => {
+      for (const { header, payload } of decoder.push(chunk)) void this.onMessage(slot, header, payload)
+    })
+    pipe.on('error', () => undefined)
+    child.on('error', () => undefined)
+    child.once('exit', (code, signal) => this.onExit(slot, code, signal))
+    // Jobs keep the server busy, not idle children.
+    child.unref()
+    child.channel?.unref()
+    pipe.unref()
     return slot
   }
 
+  private send(slot: Slot, header: ToChild, payload?: Uint8Array): void {
+    for (const part of encodeFrame(header, payload)) slot.pipe.write(part)
+  }
+
+  /** Start queued syncs on free children, round robin over namespaces; shared children first. */
   private pump(): void {
-    for (const slot of this.slots) {
-      if (slot.job || this.queue.length === 0) continue
-      const job = this.queue.shift() as Job
-      slot.job = job
-      job.timer = setTimeout(() => {
-        this.fail(slot, 'EvaluationTimeout', `extraction did not finish within ${this.options.timeoutMs} ms; simplify the profile or split the target`)
-      }, this.options.timeoutMs)
-      const body = ownBytes(job.body as Buffer)
-      job.body = null
-      slot.worker.postMessage({ type: 'job', id: job.id, body, limits: this.options.limits } satisfies ToWorker, [body.buffer as ArrayBuffer])
+    if (this.closed) return
+    for (const reserve of [false, true]) {
+      for (const slot of this.slots) {
+        if (slot.reserve !== reserve || slot.job || !slot.ready || this.queues.size === 0) continue
+        const namespace = this.nextNamespace(reserve)
+        if (namespace === undefined) break
+        const queue = this.queues.get(namespace) as Job[]
+        const job = queue.shift() as Job
+        // Served namespaces go to the back of the rotation.
+        this.queues.delete(namespace)
+        if (queue.length > 0) this.queues.set(namespace, queue)
+        this.start(slot, job)
+      }
     }
   }
 
-  private async onMessage(slot: Slot, msg: FromWorker): Promise<void> {
-    const job = slot.job
-    if (!job || job.id !== msg.id) return
-    if (msg.type === 'parsed') {
-      job.parent = msg.parent as KubeObject
-      const spec = (msg.parent.spec ?? {}) as Partial<KollectTargetSpec>
-      const plural = await this.options.resolvePlural(spec.resource)
-      if (slot.job === job) slot.worker.postMessage({ type: 'plural', id: job.id, plural } satisfies ToWorker)
+  private nextNamespace(reserve: boolean): string | undefined {
+    if (!reserve) return this.queues.keys().next().value
+    const now = performance.now()
+    const short = this.options.timeoutMs * MIN_BUDGET_SHARE
+    for (const namespace of this.queues.keys()) {
+      if (!this.running.get(namespace) && this.slowestRecent(namespace, now) < short) return namespace
+    }
+    return undefined
+  }
+
+  private slowestRecent(namespace: string, now: number): number {
+    const s = this.slowest.get(namespace)
+    return s ? s.ms * 0.5 ** ((now - s.at) / SLOWEST_HALF_LIFE_MS) : 0
+  }
+
+  private start(slot: Slot, job: Job): void {
+    clearTimeout(job.timer)
+    job.started = performance.now()
+    slot.job = job
+    this.running.set(job.namespace, (this.running.get(job.namespace) ?? 0) + 1)
+    job.timer = setTimeout(() => {
+      this.abort(slot, 'EvaluationTimeout', `extraction did not finish within ${this.options.timeoutMs} ms; simplify the profile or split the target`)
+    }, Math.max(0, job.arrival + this.options.timeoutMs - performance.now()))
+    const body = job.body as Buffer
+    job.body = null
+    this.send(slot, { type: 'job', id: job.id, limits: this.options.limits }, body)
+  }
+
+  /** A queued sync whose budget is mostly gone: better a 429 now than an answer too late. */
+  private refuse(job: Job): void {
+    const queue = this.queues.get(job.namespace)
+    const index = queue?.indexOf(job) ?? -1
+    if (!queue || index < 0) return
+    queue.splice(index, 1)
+    if (queue.length === 0) this.queues.delete(job.namespace)
+    job.body = null
+    this.settle(job, { kind: 'queued', waitedMs: performance.now() - job.arrival })
+  }
+
+  private async onMessage(slot: Slot, msg: FromChild, payload: Buffer): Promise<void> {
+    if (msg.type === 'ready') {
+      slot.ready = true
+      for (const waiter of this.readyWaiters.splice(0)) waiter()
+      this.pump()
       return
     }
-    this.finish(slot, msg.type === 'done' ? { kind: 'done', result: JSON.parse(msg.result) as TargetSyncResult } : { kind: 'bad', code: msg.code, message: msg.message })
+    const job = slot.job
+    if (!job || job.id !== msg.id) return
+    switch (msg.type) {
+      case 'parsed': {
+        job.parent = msg.parent as KubeObject
+        const spec = (msg.parent.spec ?? {}) as Partial<KollectTargetSpec>
+        const plural = await this.options.resolvePlural(spec.resource)
+        if (slot.job === job) this.send(slot, { type: 'plural', id: job.id, plural })
+        return
+      }
+      case 'done':
+        return this.finish(slot, { kind: 'done', result: JSON.parse(payload.toString('utf8')) as TargetSyncResult })
+      case 'bad':
+        return this.finish(slot, { kind: 'bad', code: msg.code, message: msg.message })
+      case 'failed':
+        this.options.log?.('extraction failed', { error: msg.message })
+        return this.finish(slot, { kind: 'aborted', reason: 'ResourceLimit', message: INTERNAL, parent: job.parent })
+    }
   }
 
   private finish(slot: Slot, outcome: PoolOutcome): void {
     const job = slot.job
     if (!job) return
-    clearTimeout(job.timer)
     slot.job = null
+    this.release(job)
     job.resolve(outcome)
     this.pump()
   }
 
-  /** End the slot's job and replace its worker: a stalled worker cannot be interrupted any other way. */
-  private fail(slot: Slot, reason: 'EvaluationTimeout' | 'ResourceLimit', message: string): void {
+  private settle(job: Job, outcome: PoolOutcome): void {
+    clearTimeout(job.timer)
+    job.resolve(outcome)
+  }
+
+  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.closed) return
+    this.options.log?.('extraction process ended', { pid: slot.child.pid, code, signal, busy: slot.job !== null })
+    // A child that dies before it ever started would die again at once: give it a moment.
+    const delayMs = slot.ready ? 0 : 1000
+    if (slot === this.standby) {
+      this.standby = null
+      setTimeout(() => {
+        if (!this.closed && !this.standby) this.standby = this.spawn(false)
+      }, delayMs).unref()
+      return
+    }
+    const index = this.slots.indexOf(slot)
+    if (index >= 0) this.replace(slot, index, 'ResourceLimit', DIED, delayMs)
+  }
+
+  /** End the slot's sync and replace its child: a busy child cannot be interrupted any other way. */
+  private abort(slot: Slot, reason: StopReason, message: string): void {
     const index = this.slots.indexOf(slot)
     if (index < 0) return
+    void this.stop(slot)
+    this.replace(slot, index, reason, message, 0)
+  }
+
+  private replace(slot: Slot, index: number, reason: StopReason, message: string, delayMs: number): void {
     const job = slot.job
     slot.job = null
-    slot.worker.removeAllListeners()
-    slot.worker.on('error', () => undefined)
-    void slot.worker.terminate()
-    if (this.closed) return
-    this.slots[index] = this.spawn()
-    if (job) {
-      clearTimeout(job.timer)
-      job.resolve({ kind: 'aborted', reason, message, parent: job.parent })
+    if (job) this.release(job)
+    if (delayMs === 0) this.slots[index] = this.successor(slot.reserve)
+    else {
+      this.slots.splice(index, 1)
+      setTimeout(() => {
+        if (this.closed) return
+        this.slots.push(this.spawn(slot.reserve))
+        this.pump()
+      }, delayMs).unref()
     }
+    if (job) job.resolve({ kind: 'aborted', reason, message, parent: job.parent })
     this.pump()
+  }
+
+  /** The standby if it has started (a new one starts behind it), else a new child. */
+  private successor(reserve: boolean): Slot {
+    const standby = this.standby
+    if (!standby?.ready) return this.spawn(reserve)
+    standby.reserve = reserve
+    this.standby = this.spawn(false)
+    return standby
+  }
+
+  private release(job: Job): void {
+    clearTimeout(job.timer)
+    const n = (this.running.get(job.namespace) ?? 1) - 1
+    if (n > 0) this.running.set(job.namespace, n)
+    else this.running.delete(job.namespace)
+    const now = performance.now()
+    this.slowest.set(job.namespace, { ms: Math.max(this.slowestRecent(job.namespace, now), now - (job.started ?? now)), at: now })
+    // Forget namespaces whose record has decayed away, so the map stays as small as the active set.
+    if (this.slowest.size > 64) for (const namespace of this.slowest.keys()) if (this.slowestRecent(namespace, now) < 1) this.slowest.delete(namespace)
+  }
+
+  private stop(slot: Slot): Promise<void> {
+    slot.child.removeAllListeners('exit')
+    slot.pipe.removeAllListeners('data')
+    if (slot.child.exitCode !== null || slot.child.signalCode !== null) return Promise.resolve()
+    return new Promise((resolve) => {
+      // Referenced again, so that close() waits for the exit instead of the loop giving up.
+      slot.child.ref()
+      slot.child.once('exit', () => resolve())
+      slot.child.kill('SIGKILL')
+    })
   }
 }

@@ -13,10 +13,11 @@ import type { PluralResolver } from './discovery.js'
 import { KollectError, errorBody } from './errors.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
-import { ExtractPool } from './extract-pool.js'
+import { ExtractPool, MIN_BUDGET_SHARE } from './extract-pool.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { jsonBodyParser } from './json-depth.js'
 import { jsonErrorSummary } from './json-errors.js'
+import { sniffNamespace } from './namespace-sniff.js'
 import { customizeSchema, syncSchema } from './request-schemas.js'
 import { checkEndpoint } from './ssrf.js'
 
@@ -32,7 +33,7 @@ export interface HooksDeps {
   moreMetrics?: () => Promise<string>
 }
 
-type Handler = (body: unknown, request: FastifyRequest) => Promise<unknown>
+type Handler = (body: unknown, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
 export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   const { config, logger, metrics, exporter } = deps
@@ -87,14 +88,24 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     void reply.code(err.statusCode).send(errorBody(err))
   })
 
-  const pool = new ExtractPool({ size: config.extractWorkers || undefined, timeoutMs: config.syncTimeoutMs, memoryMb: config.workerMemoryMb, limits: config.limits, resolvePlural: deps.resolvePlural })
+  const pool = new ExtractPool({
+    size: config.extractWorkers || undefined,
+    reserve: config.extractReserve,
+    timeoutMs: config.syncTimeoutMs,
+    memoryMb: config.workerMemoryMb,
+    limits: config.limits,
+    resolvePlural: deps.resolvePlural,
+    log: (message, fields) => logger.warn(fields, message),
+  })
   app.addHook('onClose', async () => pool.close())
+  // Children take a moment to load; syncs that arrived before would spend their budget waiting.
+  if (!(await pool.ready(30_000))) logger.error('extraction processes did not start within 30 s; target syncs wait for them')
 
   const route = (kind: string, hook: string, schema: object | null, handler: Handler, on: FastifyInstance = app) => {
     on.post(`/hooks/${kind}/${hook}`, { bodyLimit: config.hookBodyLimit, onRequest: guard, ...(schema ? { schema: { body: schema } } : {}) }, async (request: FastifyRequest, reply: FastifyReply) => {
       const end = metrics.hookDuration.startTimer({ kind, hook })
       try {
-        const result = await handler(request.body, request)
+        const result = await handler(request.body, request, reply)
         end({ code: '200' })
         return reply.code(200).send(result)
       } catch (err) {
@@ -109,20 +120,29 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     return customizeTarget(req, { plural: await deps.resolvePlural(parentSpec<KollectTargetSpec>(req.parent).resource), limits: config.limits })
   })
   // Target syncs carry the big bodies and the user expressions: the body is parsed, checked and
-  // extracted in a worker with a deadline, so this route sees the raw text only.
+  // extracted in a child process with a deadline from the sync's arrival, so this route sees the
+  // raw bytes only (and sniffs the namespace that queues them).
   await app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
     raw.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, bytes, done) => done(null, bytes))
-    route('targets', 'sync', null, async (body) => {
-      const outcome = await pool.run(Buffer.isBuffer(body) ? body : Buffer.alloc(0))
+    route('targets', 'sync', null, async (body, _request, reply) => {
+      const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
+      const outcome = await pool.run(bytes, { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) })
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
+      if (outcome.kind === 'queued') {
+        metrics.hookShed.inc({ reason: 'queue' })
+        const retryAfter = String(Math.max(1, Math.ceil((config.syncTimeoutMs * MIN_BUDGET_SHARE) / 1000)))
+        reply.header('Retry-After', retryAfter)
+        throw new KollectError('KOLLECT_ERR_HOOK_QUEUE_TIMEOUT', String(Math.round(outcome.waitedMs)), retryAfter)
+      }
       if (outcome.kind === 'aborted') {
         metrics.hookShed.inc({ reason: outcome.reason })
         if (!outcome.parent) throw new KollectError('KOLLECT_ERR_HOOK_TIMEOUT')
         return abortedTargetSync(outcome.parent, outcome.reason, outcome.message)
       }
-      const { report } = outcome.result
+      const { report, stopped } = outcome.result
       let { response } = outcome.result
+      if (stopped) metrics.hookShed.inc({ reason: stopped })
       if (report) {
         const result = await callExporter(() => exporter.reportTarget(report))
         metrics.itemsExtracted.inc({ target: refKey(report.target) }, report.items.length)

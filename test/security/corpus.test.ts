@@ -10,7 +10,7 @@ import { secretEnvName } from '../../server/credentials.js'
 import { startHooksServer, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import {
-  OMIT, ROUTES, conditionOf, exampleProfile, exportThroughFileSink, fileExportInventory, fileSink, goodTargetSync, inventorySync, isInside,
+  OMIT, ROUTES, conditionOf, doubling, exampleProfile, exportThroughFileSink, fileExportInventory, fileSink, goodTargetSync, inventorySync, isInside,
   meta, nestedIn, outputHeavySync, doublingCel, profileWith, scope, send, statusOf, targetWith, waitForExport, walk,
 } from './support.js'
 
@@ -74,6 +74,7 @@ const extracted = (n: number) => ({ status: 200 as const, condition: { type: 'Re
 const resolved = { status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'Resolved', message: /^1 targets, 1 sinks$/ } }
 const profileInvalid = (fragment: string) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: new RegExp(`^KollectProfile deployments-basic: ${esc(fragment)}`) } })
 const extractedWithErrors = { status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'ExtractedWithErrors', message: /^1 of 1 objects had extraction errors$/ } }
+const resourceLimit = (message: RegExp) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ResourceLimit', message } })
 const lastError = (re: RegExp) => (res: RawResponse) => assert.match(String(statusOf(res)['lastError']), re)
 
 /** One Deployment, with a profile of the given attributes. */
@@ -344,6 +345,12 @@ const CASES: Case[] = [
   { reason: 'targets: pattern that is not a literal is refused', route: T, body: withProfile([{ name: 'x', cel: 'object.metadata.name.matches(object.metadata.name)' }]), expect: profileInvalid('spec.attributes[0].cel (x): matches() needs a string literal pattern, so it can be checked before it runs') },
   { reason: 'targets: list literal of 1,001 elements', route: T, body: withProfile([{ name: 'x', cel: `[${Array.from({ length: 1001 }, (_, i) => i).join(',')}]` }]), expect: profileInvalid('spec.attributes[0].cel (x): Exceeded maxListElements (1000)') },
   { reason: 'targets: matchPolicy with a backreference', route: T, body: json(targetSyncRequest([deployment(1)], { target: targetWith({ matchPolicy: "object.metadata.name.matches('(a)\\\\1')" }) })), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidMatchPolicy', message: /^spec\.matchPolicy: pattern "\(a\)\\\\1" is not allowed/ } } },
+  // Runtime size bounds: each of these ended the whole process in a V8 fatal error (issue 8).
+  { reason: "targets: CEL string doubled 26 times by nested cel.bind, then split('')", route: T, body: withProfile([{ name: 'x', cel: doubling(26, "'ab'", (s) => `${s}.split('')`) }]), expect: resourceLimit(/^extraction stopped: attribute x: a CEL string at position \d+ has 8388608 characters; the limit is 4194304$/) },
+  { reason: 'targets: CEL list doubled 26 times by nested cel.bind', route: T, body: withProfile([{ name: 'x', cel: doubling(26, '[1, 2]', (s) => `size(${s})`) }]), expect: resourceLimit(/^extraction stopped: attribute x: a CEL list at position \d+ has 2097152 elements; the limit is 1048576$/) },
+  { reason: 'targets: CEL lists nested 28 deep sharing one value (2^28 strings once serialised)', route: T, body: withProfile([{ name: 'x', cel: doubling(28, "['x', 'y']", (s) => s, (v) => `[${v}, ${v}]`) }]), expect: resourceLimit(/^extraction stopped: attribute x: the attribute values of one object have more than 4194304 elements and characters$/) },
+  { reason: 'targets: matchPolicy doubling a string 26 times', route: T, body: json(targetSyncRequest([deployment(1)], { target: targetWith({ matchPolicy: doubling(26, "'ab'", (s) => `size(${s}) > 0`) }) })), expect: resourceLimit(/^extraction stopped: matchPolicy: a CEL string at position \d+ has 8388608 characters; the limit is 4194304$/) },
+  { reason: 'targets: CEL reading a 5 MiB annotation (past KOLLECT_MAX_STRING_LENGTH)', route: T, body: withProfile([{ name: 'x', cel: 'size(object.metadata.annotations.big)' }], bigAnnotation('k'.repeat(5 * 1024 * 1024))), expect: resourceLimit(/^extraction stopped: attribute x: a CEL string at position \d+ has 5242880 characters; the limit is 4194304$/) },
   { reason: "targets: attribute named __proto__ does not pollute", route: T, body: withProfile([{ name: '__proto__', cel: "{'polluted': true}" }, { name: 'm', cel: "{'__proto__': {'polluted': true}}" }]), expect: extracted(1) },
 
   // -- Secrets --

@@ -187,6 +187,43 @@ export function isInside(root: string, file: string): boolean {
   return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel)
 }
 
+/**
+ * A CEL expression nesting `cel.bind` n deep, each level built from the last by `step` (by
+ * default doubling it with '+'); `tail` uses the last value. Each level passes every static
+ * check; the value grows 2^n times.
+ */
+export function doubling(n: number, seed: string, tail: (last: string) => string, step = (v: string) => `${v} + ${v}`): string {
+  let expr = tail(`s${n}`)
+  for (let i = n; i >= 1; i--) expr = `cel.bind(s${i}, ${step(`s${i - 1}`)}, ${expr})`
+  return `cel.bind(s0, ${seed}, ${expr})`
+}
+
+const BIG = 'object.metadata.annotations.big'
+
+/** Macro depth 2 over the `withList` annotation: 50,000 elements take minutes of CPU, little memory. */
+export const QUADRATIC_CEL = `${BIG}.split(',').exists(a, ${BIG}.split(',').exists(b, a == b + 'x'))`
+
+/** Macro depth 2 building n² two-element lists: every value within the size bounds, the heap is not. */
+export const HEAP_BOMB_CEL = `${BIG}.split(',').map(a, ${BIG}.split(',').map(b, [a, b]))`
+
+/** Deployment web-00001 with an annotation `big` listing 0..n-1, comma-separated. */
+export function withList(n: number): KubeObject {
+  const d = deployment(1)
+  ;(d.metadata as Record<string, unknown>)['annotations'] = { big: Array.from({ length: n }, (_, i) => String(i)).join(',') }
+  return d
+}
+
+/** A target sync in team-a (KollectTarget `target`) whose profile is one CEL attribute `x`. */
+export function oneAttributeSync(cel: string, objects: KubeObject[] = [deployment(1)], target = 'prod-deploys'): string {
+  return JSON.stringify(targetSyncRequest(objects, { profile: profileWith([{ name: 'x', cel }]), target: targetWith({}, target, 'team-a') }))
+}
+
+/** An ordinary sync of `count` Deployments for a KollectTarget in `namespace`, with the example profile. */
+export function ordinarySync(namespace: string, count: number, target = 'prod-deploys'): string {
+  const objects = Array.from({ length: count }, (_, i) => deployment(i, { namespace }))
+  return JSON.stringify(targetSyncRequest(objects, { target: targetWith({}, target, namespace), profile: exampleProfile(namespace) }))
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** JSON text with the string "<marker>" replaced by `depth` nested arrays. */
@@ -288,11 +325,9 @@ export async function recordingListener(): Promise<RecordingListener> {
   return listener
 }
 
-/** cel.bind(s1, name, cel.bind(s2, s1 + s1, …)): each level doubles object.metadata.name. */
+/** object.metadata.name doubled `levels` times, by nested cel.bind. */
 export function doublingCel(levels: number): string {
-  let expr = `s${levels} + s${levels}`
-  for (let i = levels; i >= 1; i--) expr = `cel.bind(s${i}, ${i === 1 ? 'object.metadata.name' : `s${i - 1} + s${i - 1}`}, ${expr})`
-  return expr
+  return doubling(levels - 1, 'object.metadata.name', (s) => `${s} + ${s}`)
 }
 
 /**

@@ -14,6 +14,8 @@ export interface KollectProcess {
   dataDir: string
   /** Resident memory of the server and every process it started (extraction children), in bytes. */
   rssBytes(): number
+  /** Process ids of the server's extraction child processes. */
+  extractionPids(): number[]
   close(): Promise<void>
 }
 
@@ -40,12 +42,29 @@ export async function startKollectProcess(env: Record<string, string> = {}, node
     proc,
     dataDir,
     rssBytes: () => groupRss(proc.child.pid ?? 0),
+    extractionPids: () => childPids(proc.child.pid ?? 0, 'extract-child.js'),
     close: async () => {
       proc.signalGroup('SIGTERM')
       await waitForExit(proc, 10_000)
       rmSync(dataDir, { recursive: true, force: true })
     },
   }
+}
+
+/** The pids of `ppid`'s children whose command line contains `match` (Linux /proc). */
+export function childPids(ppid: number, match: string): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== ppid) continue
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(match)) pids.push(Number(entry))
+    } catch {
+      // the process ended between readdir and read
+    }
+  }
+  return pids.sort((a, b) => a - b)
 }
 
 /** Sum of VmRSS over the processes of a process group (Linux /proc). */

@@ -308,6 +308,18 @@ describe('syncTarget', () => {
       want: refused('Suspended', 'target is suspended; the exporter keeps its last items'),
     },
     {
+      reason: 'a CEL value past a runtime bound stops the whole sync: ResourceLimit, no report, so the exporter keeps the last items',
+      req: () => request(MIXED, { profile: profile([{ name: 'letters', cel: "object.metadata.name.split('')" }]) }),
+      ctx: { plural: DEPLOYMENTS, limits: { ...DEFAULT_LIMITS, maxListLength: 5 } },
+      want: { ...refused('ResourceLimit', 'extraction stopped: attribute letters: a CEL list at position 0 has 9 elements; the limit is 5', { resource: null }), stopped: 'ResourceLimit' },
+    },
+    {
+      reason: 'a match policy past a runtime bound stops the whole sync the same way',
+      req: () => request(MIXED, { target: target({ matchPolicy: `size(${Array(8).fill('object.metadata.name').join(' + ')}) > 0` }) }),
+      ctx: { plural: DEPLOYMENTS, limits: { ...DEFAULT_LIMITS, maxStringLength: 60 } },
+      want: { ...refused('ResourceLimit', 'extraction stopped: matchPolicy: a CEL string at position 5 has 66 characters; the limit is 60', { resource: null }), stopped: 'ResourceLimit' },
+    },
+    {
       reason: 'an unresolved plural is ResourceUnresolved with the resolver message',
       req: () => request(MIXED),
       ctx: { plural: { plural: null, source: 'unresolved', message: 'no kind Deployment in apps/v1' } },

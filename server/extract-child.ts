@@ -1,0 +1,121 @@
+// An extraction child process: parses a target sync's body, validates it, asks the server for
+// the plural, and runs syncTarget. It is a process of its own, not a worker thread, because a
+// V8 fatal error (an "invalid size" abort, a heap limit) ends the whole process it happens in:
+// here that is this child, which the pool replaces, and never the server.
+// Frames come and go on fd 3 (server/frames.ts); the IPC channel fork() opens only tells this
+// child that the server is gone.
+import net from 'node:net'
+import sjson from 'secure-json-parse'
+import type { ExpressionLimits } from '../hooks/limits.js'
+import type { PluralResolution } from '../hooks/plural.js'
+import type { SyncRequest } from '../hooks/request.js'
+import { syncTarget } from '../hooks/target.js'
+import { encodeFrame, FrameDecoder } from './frames.js'
+import { nestsDeeperThan } from './json-depth.js'
+import { jsonErrorSummary } from './json-errors.js'
+import { syncValidator } from './request-schemas.js'
+
+/** The body (job) or nothing (plural) follows as the frame's payload. */
+export type ToChild =
+  | { type: 'job'; id: number; limits: ExpressionLimits }
+  | { type: 'plural'; id: number; plural: PluralResolution }
+
+/** The result as JSON text (done) follows as the payload; the others carry none. */
+export type FromChild =
+  | { type: 'ready' }
+  | { type: 'parsed'; id: number; parent: { metadata?: unknown; spec?: unknown } }
+  | { type: 'bad'; id: number; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
+  | { type: 'done'; id: number }
+  | { type: 'failed'; id: number; message: string }
+
+/** Only what the server needs (plural lookup, a status when the job is stopped): small and flat. */
+function parentSummary(parent: SyncRequest['parent']): { metadata: Record<string, unknown>; spec: Record<string, unknown> } {
+  const m = parent.metadata ?? {}
+  const r = (parent['spec'] as { resource?: Record<string, unknown> } | undefined)?.resource
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+  return {
+    metadata: { name: str(m.name), namespace: str(m.namespace), uid: str(m.uid), generation: typeof m.generation === 'number' ? m.generation : undefined },
+    spec: r && typeof r === 'object' ? { resource: { group: str(r['group']), version: str(r['version']), kind: str(r['kind']), plural: str(r['plural']) } } : {},
+  }
+}
+
+/**
+ * A tiny sync run once before the child says it is ready: the first sync in a fresh process
+ * compiles the CRD schemas and warms the CEL and JSONPath engines (~0.6 s of CPU), which would
+ * otherwise land on the first real sync and its deadline.
+ */
+function warmUp(): void {
+  const meta = (kind: string, name: string) => ({ apiVersion: 'kollect.dev/v1alpha1', kind, metadata: { name, namespace: 'warm-up', uid: name, generation: 1 } })
+  const profile = { ...meta('KollectProfile', 'p'), spec: { attributes: [{ name: 'a', cel: "object.metadata.name + ''", type: 'string' }, { name: 'b', jsonPath: '$.metadata.name' }] } }
+  const parent = { ...meta('KollectTarget', 't'), spec: { resource: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }, profileRef: { name: 'p' }, matchPolicy: "object.metadata.name != ''" } }
+  const object = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'warm-up', uid: 'c' } }
+  syncTarget(
+    { controller: {}, parent, children: {}, related: { 'KollectProfile.kollect.dev/v1alpha1': { 'warm-up/p': profile }, 'ConfigMap.v1': { 'warm-up/c': object } }, finalizing: false },
+    { plural: { plural: 'configmaps', source: 'spec' } },
+  )
+}
+
+function main(): void {
+  const validate = syncValidator()
+  const waiting = new Map<number, { request: SyncRequest; limits: ExpressionLimits }>()
+  const socket = new net.Socket({ fd: 3, readable: true, writable: true })
+  const send = (header: FromChild, payload?: Uint8Array) => {
+    for (const part of encodeFrame(header, payload)) socket.write(part)
+  }
+  const decoder = new FrameDecoder<ToChild>()
+
+  const onJob = (id: number, limits: ExpressionLimits, body: Buffer) => {
+    if (nestsDeeperThan(body, limits.maxJsonDepth)) return void send({ type: 'bad', id, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', message: String(limits.maxJsonDepth) })
+    let parsed: unknown
+    try {
+      parsed = sjson.parse(body.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' })
+    } catch (err) {
+      send({ type: 'bad', id, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: jsonErrorSummary((err as Error).message) })
+      return
+    }
+    const problem = parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) ? 'body must be object' : validate(parsed)
+    if (problem) {
+      send({ type: 'bad', id, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message: problem })
+      return
+    }
+    const b = parsed as Partial<SyncRequest>
+    const request: SyncRequest = { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
+    waiting.set(id, { request, limits })
+    send({ type: 'parsed', id, parent: parentSummary(request.parent) })
+  }
+
+  const onPlural = (id: number, plural: PluralResolution) => {
+    const job = waiting.get(id)
+    if (!job) return
+    waiting.delete(id)
+    let result: string
+    try {
+      result = JSON.stringify(syncTarget(job.request, { plural, limits: job.limits }))
+    } catch (err) {
+      // A bug, not the profile's doing: the server logs it; the message stays out of status.
+      send({ type: 'failed', id, message: (err as Error).message })
+      return
+    }
+    send({ type: 'done', id }, Buffer.from(result))
+  }
+
+  socket.on('data', (chunk: Buffer) => {
+    for (const { header, payload } of decoder.push(chunk)) {
+      if (header.type === 'job') onJob(header.id, header.limits, payload)
+      else onPlural(header.id, header.plural)
+    }
+  })
+  // The server is gone (or closed the pipe): nothing more will come.
+  socket.on('close', () => process.exit(0))
+  socket.on('error', () => process.exit(0))
+  process.on('disconnect', () => process.exit(0))
+  // The server stops its children itself. A signal to the whole process group (Ctrl-C on
+  // npm start) must not look like a crash that the pool answers with replacements.
+  process.on('SIGINT', () => undefined)
+  process.on('SIGTERM', () => undefined)
+  warmUp()
+  validate({ parent: { metadata: { name: 'warm-up' } } })
+  send({ type: 'ready' })
+}
+
+main()

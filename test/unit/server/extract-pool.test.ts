@@ -1,0 +1,36 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
+import { ExtractPool, type PoolOutcome } from '../../../server/extract-pool.js'
+import { QUADRATIC_CEL, oneAttributeSync, ordinarySync, sleep, withList } from '../../security/support.js'
+
+// The pool with real child processes, one shared child and one reserve, a 2 s budget.
+
+const kind = (o: PoolOutcome) => (o.kind === 'aborted' ? `aborted ${o.reason}` : o.kind)
+
+test('the reserve child: a namespace whose last sync ran long cannot take it, even with nothing running; a fresh one can', async () => {
+  const pool = new ExtractPool({ size: 1, reserve: 1, timeoutMs: 2000, memoryMb: 256, limits: DEFAULT_LIMITS, resolvePlural: async () => ({ plural: 'deployments', source: 'spec' }) })
+  try {
+    assert.ok(await pool.ready(30_000))
+    const run = (namespace: string, body: string) => pool.run(Buffer.from(body), { arrival: performance.now(), namespace })
+    const long = () => oneAttributeSync(QUADRATIC_CEL, [withList(50_000)])
+
+    assert.equal(kind(await run('team-a', long())), 'aborted EvaluationTimeout')
+    assert.ok(await pool.ready(30_000), 'the killed child was replaced')
+    // team-b takes the shared child; team-a, with nothing running, queues another long sync.
+    const b = run('team-b', long())
+    await sleep(100)
+    const a = run('team-a', long())
+    await sleep(100)
+    const started = performance.now()
+    const c = await run('team-c', ordinarySync('team-c', 1))
+    const ms = performance.now() - started
+    assert.equal(kind(c), 'done')
+    assert.ok(ms < 1000, `team-c waited ${ms.toFixed(0)} ms: the reserve was taken`)
+    // team-a waited for the shared child and was refused once a quarter of its budget was left.
+    assert.equal(kind(await a), 'queued')
+    assert.equal(kind(await b), 'aborted EvaluationTimeout')
+  } finally {
+    await pool.close()
+  }
+})
