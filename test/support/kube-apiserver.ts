@@ -215,19 +215,30 @@ async function applyYaml(request: Request, fileOrText: string): Promise<k8s.Kube
       headers: { 'content-type': 'application/apply-patch+yaml' },
     })
     if (r.status !== 200 && r.status !== 201) throw new Error(`applyYaml ${where}: HTTP ${r.status}: ${r.body}`)
-    if (obj.kind === 'CustomResourceDefinition') await waitEstablished(request, obj.metadata?.name ?? '')
+    if (obj.kind === 'CustomResourceDefinition') await waitEstablished(request, obj as unknown as Crd)
     applied.push(r.json<k8s.KubernetesObject>())
   }
   return applied
 }
 
-/** A CRD is served (and its CRs admitted) only once the API server reports it Established. */
-async function waitEstablished(request: Request, name: string): Promise<void> {
+interface Crd {
+  metadata: { name: string }
+  spec: { group: string; names: { plural: string }; versions: { name: string; served?: boolean }[] }
+}
+
+/**
+ * A CRD is served (and its CRs admitted) only once the API server reports it Established, and
+ * its resource answers a list: until its storage is ready, requests to it get 429.
+ */
+async function waitEstablished(request: Request, crd: Crd): Promise<void> {
+  const name = crd.metadata.name
   await pollUntil(`CRD ${name} Established`, async () => {
     const r = await request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`)
     const conditions = r.status === 200 ? (r.json<{ status?: { conditions?: { type: string; status: string }[] } }>().status?.conditions ?? []) : []
     return conditions.some((c) => c.type === 'Established' && c.status === 'True')
   }, { timeoutMs: 30_000 })
+  const version = crd.spec.versions.find((v) => v.served !== false)?.name
+  await pollUntil(`CRD ${name} listable`, async () => (await request('GET', `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}?limit=1`)).status === 200, { timeoutMs: 30_000 })
 }
 
 // client-node sends one header value per name, so a second group would arrive as "a,b": one
