@@ -6,12 +6,12 @@ import {
 import { compileCel, type CelProgram } from '../hooks/cel.js'
 import { expressionInput, extractObject } from '../hooks/extract.js'
 import { DEFAULT_LIMITS } from '../hooks/limits.js'
-import { isClusterScoped, wellKnownPlural, type PluralResolution } from '../hooks/plural.js'
+import { isClusterScoped, wellKnownNamespaced, wellKnownPlural, type PluralResolution } from '../hooks/plural.js'
 import { compileProfile, describeProblem, type CompiledProfile } from '../hooks/profile.js'
 import { related, typeKey, type ObjectMap, type SyncRequest } from '../hooks/request.js'
-import { effectiveScope, resolveNamespaces } from '../hooks/scope.js'
-import { allowedByScope, inNamespace, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from '../hooks/select.js'
-import { PROFILE_KEY, SCOPE_KEY, scopesOf, syncTarget } from '../hooks/target.js'
+import { effectiveScope } from '../hooks/scope.js'
+import { select, splitApiVersion } from '../hooks/select.js'
+import { PROFILE_KEY, SCOPE_KEY, scopesOf, syncTarget, targetPredicates } from '../hooks/target.js'
 import { formatItems, OUTPUTS, type Output } from './format.js'
 import { EXIT_INVALID, EXIT_OK, Progress, readInput, UsageError, type Io } from './io.js'
 import { describeSyntaxProblem, isObject, objectsOf, parseDocuments } from './objects.js'
@@ -217,7 +217,7 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
     let where = ''
     if (resourceKnown && res) {
       plural = await cluster.plural(res)
-      const namespaces = await liveNamespaces(targetSpec, namespace, isClusterScoped(res), (sel) => cluster.namespaces(sel))
+      const namespaces = await liveNamespaces(targetSpec, namespace, isClusterScoped(res, plural), (sel) => cluster.namespaces(sel))
       where = namespaces.length === 1 && namespaces[0] === '' ? 'all namespaces' : `namespaces ${namespaces.join(', ')}`
       for (const ns of namespaces) {
         const before = objects.length
@@ -234,13 +234,14 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   const selected: ObjectMap = {}
   let otherKinds = 0
   let duplicates = 0
-  const clusterScoped = res ? isClusterScoped(res) : false
+  const clusterScoped = res ? isClusterScoped(res, plural) : false
   for (const object of objects) {
     if (!res || !sameType(object, res)) {
       otherKinds++
       continue
     }
     const name = object.metadata?.name ?? ''
+    // v2 keys: a bare name for an object without a namespace, whatever the kind resolved as.
     const objectKey = clusterScoped || !object.metadata?.namespace ? name : `${object.metadata.namespace}/${name}`
     if (Object.hasOwn(selected, objectKey)) duplicates++
     selected[objectKey] = object
@@ -272,7 +273,7 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   }
 
   // ---- per attribute: the same objects, extracted one attribute error at a time ----
-  const detail = explain(req, targetSpec, namespace, compiled, progress)
+  const detail = explain(req, targetSpec, namespace, compiled, plural, progress)
   progress.done()
   const items: Item[] = report?.items ?? []
   io.stdout.write(formatItems(items, compiled.attributes.map((a) => a.name), opts.output))
@@ -314,25 +315,15 @@ interface Explained {
  * attribute's errors counted. This walks the objects in the hook's order with the hook's own
  * predicates and extractObject, and groups the errors by attribute.
  */
-function explain(req: SyncRequest, spec: KollectTargetSpec, namespace: string, profile: CompiledProfile, progress: Progress): Explained {
+function explain(req: SyncRequest, spec: KollectTargetSpec, namespace: string, profile: CompiledProfile, plural: PluralResolution, progress: Progress): Explained {
   const res = spec.resource
   const scope = effectiveScope(namespace, scopesOf(req, namespace))
-  const clusterScoped = isClusterScoped(res)
-  const requested = spec.namespaceSelector
-    ? ['*']
-    : Array.isArray(spec.namespaces) && spec.namespaces.length > 0 ? [...new Set(spec.namespaces)].sort() : [namespace]
-  const { effective } = clusterScoped ? { effective: '*' as const } : resolveNamespaces(requested, scope)
   let policy: CelProgram | undefined
   if (spec.matchPolicy !== undefined) {
     const c = compileCel(spec.matchPolicy, DEFAULT_LIMITS)
     if (c.ok) policy = c.program
   }
-  const predicates: Predicate[] = [
-    ...(clusterScoped ? [] : [inNamespace(effective, scope.deniedNamespaces)]),
-    matchesLabels(spec.labelSelector),
-    allowedByScope(scope),
-    passesMatchPolicy(policy),
-  ]
+  const { predicates } = targetPredicates(spec, namespace, scope, isClusterScoped(res, plural), policy)
   const names = new Set(profile.attributes.map((a) => a.name))
   const buckets = new Map<string, { count: number; first: string }>(profile.attributes.map((a) => [a.name, { count: 0, first: '' }]))
   const record = (bucket: string, first: string) => {
@@ -375,9 +366,9 @@ function explain(req: SyncRequest, spec: KollectTargetSpec, namespace: string, p
 /** Offline there is no discovery: the spec's plural, or the well-known one. */
 function offlinePlural(res: ResourceSpec | undefined): PluralResolution {
   if (!res || typeof res.kind !== 'string' || typeof res.version !== 'string') return { plural: null, source: 'unresolved', message: 'spec.resource needs version and kind' }
-  if (res.plural) return { plural: res.plural, source: 'spec' }
+  if (res.plural) return { plural: res.plural, source: 'spec', namespaced: wellKnownNamespaced(res) }
   const known = wellKnownPlural(res)
-  if (known) return { plural: known, source: 'well-known' }
+  if (known) return { plural: known, source: 'well-known', namespaced: wellKnownNamespaced(res) }
   // Only listing needs the plural, and offline the objects are already listed.
   return { plural: `${res.kind.toLowerCase()}s`, source: 'unresolved' }
 }

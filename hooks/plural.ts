@@ -12,7 +12,7 @@ const WELL_KNOWN: Record<string, string> = {
   'policy/PodDisruptionBudget': 'poddisruptionbudgets', 'autoscaling/HorizontalPodAutoscaler': 'horizontalpodautoscalers',
   'rbac.authorization.k8s.io/Role': 'roles', 'rbac.authorization.k8s.io/RoleBinding': 'rolebindings',
   'rbac.authorization.k8s.io/ClusterRole': 'clusterroles', 'rbac.authorization.k8s.io/ClusterRoleBinding': 'clusterrolebindings',
-  'storage.k8s.io/StorageClass': 'storageclasses', 'apiextensions.k8s.io/CustomResourceDefinition': 'customresourcedefinitions',
+  'storage.k8s.io/StorageClass': 'storageclasses', 'scheduling.k8s.io/PriorityClass': 'priorityclasses', 'apiextensions.k8s.io/CustomResourceDefinition': 'customresourcedefinitions',
   'gateway.networking.k8s.io/Gateway': 'gateways', 'gateway.networking.k8s.io/HTTPRoute': 'httproutes',
   'cert-manager.io/Certificate': 'certificates', 'cert-manager.io/Issuer': 'issuers', 'cert-manager.io/ClusterIssuer': 'clusterissuers',
   'argoproj.io/Application': 'applications', 'kollect.dev/KollectTarget': 'kollecttargets', 'kollect.dev/KollectInventory': 'kollectinventories',
@@ -21,19 +21,33 @@ const WELL_KNOWN: Record<string, string> = {
 // Kinds known to be cluster-scoped: their v2 related keys are bare names.
 const CLUSTER_SCOPED = new Set(['/Namespace', '/Node', '/PersistentVolume', 'rbac.authorization.k8s.io/ClusterRole',
   'rbac.authorization.k8s.io/ClusterRoleBinding', 'storage.k8s.io/StorageClass', 'apiextensions.k8s.io/CustomResourceDefinition',
-  'networking.k8s.io/IngressClass', 'cert-manager.io/ClusterIssuer'])
+  'networking.k8s.io/IngressClass', 'cert-manager.io/ClusterIssuer', 'scheduling.k8s.io/PriorityClass'])
 
 export function wellKnownPlural(resource: Pick<ResourceSpec, 'group' | 'kind'>): string | null {
   return WELL_KNOWN[`${resource.group ?? ''}/${resource.kind}`] ?? null
 }
 
-export function isClusterScoped(resource: Pick<ResourceSpec, 'group' | 'kind'>): boolean {
-  return CLUSTER_SCOPED.has(`${resource.group ?? ''}/${resource.kind}`)
+/** The table's answer: true or false for a well-known kind, undefined for any other. */
+export function wellKnownNamespaced(resource: Pick<ResourceSpec, 'group' | 'kind'>): boolean | undefined {
+  const key = `${resource.group ?? ''}/${resource.kind}`
+  if (CLUSTER_SCOPED.has(key)) return false
+  return Object.hasOwn(WELL_KNOWN, key) ? true : undefined
 }
 
 /** What the server learned about the plural of a resource (spec, discovery or the table). */
 export interface PluralResolution {
   plural: string | null
   source: 'spec' | 'discovery' | 'well-known' | 'unresolved'
+  /** Discovery's answer, else the table's; undefined when neither knows (taken as namespaced). */
+  namespaced?: boolean | undefined
   message?: string
+}
+
+/**
+ * Whether the target's kind is cluster-scoped: what discovery (or the table) said. A kind
+ * nobody knows is taken as namespaced, the common case; sync still takes any object without a
+ * namespace as cluster-scoped.
+ */
+export function isClusterScoped(resource: Pick<ResourceSpec, 'group' | 'kind'>, plural: Pick<PluralResolution, 'namespaced'>): boolean {
+  return (plural.namespaced ?? wellKnownNamespaced(resource)) === false
 }

@@ -45,6 +45,19 @@ export function inNamespace(allowed: ReadonlySet<string> | '*', denied: Readonly
   }
 }
 
+/**
+ * inNamespace for a kind resolved as namespaced. An object without a namespace is
+ * cluster-scoped whatever the resolution said (a table or a guess can be wrong), and like any
+ * cluster-scoped object it needs a scope that allows all namespaces.
+ */
+export function inNamespaceOrCluster(allowed: ReadonlySet<string> | '*', denied: ReadonlySet<string>, allowsAll: boolean): Predicate {
+  const namespaced = inNamespace(allowed, denied)
+  return (object) => {
+    if (object.metadata?.namespace) return namespaced(object)
+    return allowsAll ? null : 'cluster-scoped, and the scope does not allow all namespaces ("*")'
+  }
+}
+
 export function matchesLabels(selector: LabelSelector | undefined): Predicate {
   return (object) => (matchesSelector(object.metadata?.labels, selector) ? null : 'labels do not match labelSelector')
 }

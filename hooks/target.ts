@@ -14,8 +14,8 @@ import {
   apiVersionOf, parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
-import { effectiveScope, resolveNamespaces, scopeNames } from './scope.js'
-import { allowedByScope, inNamespace, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from './select.js'
+import { effectiveScope, resolveNamespaces, scopeNames, type EffectiveScope } from './scope.js'
+import { allowedByScope, inNamespaceOrCluster, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from './select.js'
 
 export const PROFILE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectProfile')
 export const SCOPE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectScope')
@@ -24,6 +24,9 @@ export interface TargetContext {
   plural: PluralResolution
   limits?: ExpressionLimits
 }
+
+/** How soon Metacontroller calls sync again while the target's kind is not watched. */
+export const NOT_WATCHED_RESYNC_SECONDS = 60
 
 export interface TargetSyncResult {
   response: SyncResponse
@@ -47,7 +50,7 @@ export function customizeTarget(req: CustomizeRequest, ctx: TargetContext): Cust
     return { relatedResources: rules }
   }
   const base = { apiVersion: apiVersionOf(res.group, res.version), resource: ctx.plural.plural, labelSelector: plainSelector(spec.labelSelector) }
-  if (isClusterScoped(res)) rules.push(base)
+  if (isClusterScoped(res, ctx.plural)) rules.push(base)
   else if (spec.namespaceSelector) rules.push({ ...base, namespaceSelector: plainSelector(spec.namespaceSelector) })
   else {
     const namespaces = requestedNamespaces(spec, namespace)
@@ -134,21 +137,21 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
     policy = compiled.program
   }
 
-  const clusterScoped = isClusterScoped(res)
-  // With a namespaceSelector, Metacontroller already picked the namespaces; the scope still bounds them.
-  const requested = spec.namespaceSelector ? ['*'] : requestedNamespaces(spec, ref.namespace)
-  const { effective, refused } = clusterScoped ? { effective: '*' as const, refused: [] } : resolveNamespaces(requested, scope)
+  const clusterScoped = isClusterScoped(res, ctx.plural)
   if (clusterScoped && scope.allowedNamespaces !== '*') {
     return fail('ScopeNamespaceDenied', `${res.kind} is cluster-scoped; the scope of namespace ${ref.namespace} must allow all namespaces ("*")${scopeNames(scope)}`, empty())
   }
-  const predicates: Predicate[] = [
-    ...(clusterScoped ? [] : [inNamespace(effective, scope.deniedNamespaces)]),
-    matchesLabels(spec.labelSelector),
-    allowedByScope(scope),
-    passesMatchPolicy(policy),
-  ]
+  const { predicates, refused } = targetPredicates(spec, ref.namespace, scope, clusterScoped, policy)
 
-  const objects = related(req, typeKey(res.group, res.version, res.kind))
+  const key = typeKey(res.group, res.version, res.kind)
+  // Metacontroller sends every type its cached customize answer asked for, even with no
+  // objects: a missing type means that answer was made before the kind existed. It is
+  // cached per generation for up to 20 minutes; resyncing until then picks up the new answer.
+  if (!Object.hasOwn(req.related ?? {}, key)) {
+    const result = fail('ResourceNotWatched', `Metacontroller does not watch ${res.kind}${group ? '.' + group : ''} for this target: its cached customize answer predates the kind. It asks again within 20 minutes; a spec edit makes it ask now (labels and annotations do not count). The exporter keeps the last items`)
+    return { ...result, response: { ...result.response, resyncAfterSeconds: NOT_WATCHED_RESYNC_SECONDS } }
+  }
+  const objects = related(req, key)
   const items: Item[] = []
   const failedKeys: string[] = []
   const counts: Counts = { ...NO_COUNTS }
@@ -201,6 +204,24 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
     response: targetResponse(counts, checksum, resourceStatus, conditions, generation),
     report: { target: ref, generation, checksum, items, failedKeys: failedKeys.sort(), itemHashes: items.map(itemHash) },
   }
+}
+
+/**
+ * The selection a target's sync runs (and `kollect preview` explains), built once: the
+ * namespaces it asks for as the scope allows them (none for a cluster-scoped kind), its labels,
+ * the scope's kinds and its match policy. refused lists the namespaces the scope took away.
+ */
+export function targetPredicates(spec: KollectTargetSpec, own: string, scope: EffectiveScope, clusterScoped: boolean, policy: CelProgram | undefined): { predicates: Predicate[]; refused: string[] } {
+  // With a namespaceSelector, Metacontroller already picked the namespaces; the scope still bounds them.
+  const requested = spec.namespaceSelector ? ['*'] : requestedNamespaces(spec, own)
+  const { effective, refused } = clusterScoped ? { effective: '*' as const, refused: [] } : resolveNamespaces(requested, scope)
+  const predicates: Predicate[] = [
+    ...(clusterScoped ? [] : [inNamespaceOrCluster(effective, scope.deniedNamespaces, scope.allowedNamespaces === '*')]),
+    matchesLabels(spec.labelSelector),
+    allowedByScope(scope),
+    passesMatchPolicy(policy),
+  ]
+  return { predicates, refused }
 }
 
 function recordFailure(counts: Counts, key: string, message: string): void {

@@ -428,6 +428,40 @@ spec:
     assert.ok(err.includes("note: no --scope: like a namespace without a KollectScope, the target sees only its own namespace (team-a); pass --scope with the namespace's KollectScopes"), unscoped.stderr)
   })
 
+  test('offline, objects without a namespace are cluster-scoped whatever the kind: a scope allowing "*" selects them', async () => {
+    const fleet = (name: string, size: number, namespace?: string): KubeObject =>
+      ({ apiVersion: 'fleet.example.com/v1', kind: 'Fleet', metadata: { name, uid: `uid-${name}`, ...(namespace ? { namespace } : {}) }, spec: { size } })
+    const objects = write('fleets.json', kubectlList([fleet('east', 3), fleet('west', 5), fleet('mine', 1, 'team-a')]))
+    const both = write('fleet.yaml', `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: fleet-size, namespace: team-a}
+spec:
+  attributes:
+    - {name: size, cel: object.spec.size, type: integer}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: fleets, namespace: team-a}
+spec:
+  resource: {group: fleet.example.com, version: v1, kind: Fleet, plural: fleets}
+  profileRef: {name: fleet-size}
+`)
+    const scope = write('fleet-scope.yaml', `apiVersion: kollect.dev/v1alpha1
+kind: KollectScope
+metadata: {name: platform, namespace: team-a}
+spec:
+  allowedNamespaces: ['*']
+`)
+    const wide = await kollect(['preview', '--profile', both, '--target', both, '--objects', objects, '--scope', scope])
+    assert.equal(wide.code, 0, wide.stderr)
+    assert.deepEqual(rows(wide.stdout).map((r) => `${r[0]}/${r[1]}=${r[2]}`), ['NAMESPACE/NAME=size', '<none>/east=3', '<none>/west=5', 'team-a/mine=1'])
+
+    const own = await kollect(['preview', '--profile', both, '--target', both, '--objects', objects])
+    assert.equal(own.code, 0, own.stderr)
+    assert.deepEqual(rows(own.stdout).map((r) => `${r[0]}/${r[1]}`), ['NAMESPACE/NAME', 'team-a/mine'])
+    assert.ok(lines(own.stderr).some((l) => l.startsWith('not selected: 2 (cluster-scoped, and the scope does not allow all namespaces ("*"): 2)')), own.stderr)
+  })
+
   test('--progress reports every 1,000 objects on stderr; without it (not a terminal) nothing', async () => {
     const objects = write('many.json', kubectlList(Array.from({ length: 2500 }, (_, i) => deployment(i))))
     const withProgress = await kollect(['preview', '--profile', PROFILE, '--target', TARGET, '--objects', objects, '--progress', '-o', 'json'])

@@ -4,6 +4,7 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { validateStatus } from '../../api/crd-schemas.js'
 import type { KubeObject } from '../../api/types.js'
+import { NOT_WATCHED_RESYNC_SECONDS } from '../../hooks/target.js'
 import { exampleRequests } from '../support/gen-examples.js'
 import { get, post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
 import {
@@ -123,6 +124,16 @@ describe('Metacontroller request shapes', () => {
     const status = (res.json() as { status: Record<string, unknown> }).status
     assert.equal(status['matchedCount'], 0)
     assert.equal(status['checksum'], 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855')
+  })
+
+  test('no entry at all for the target\'s type (a customize answer older than the kind) comes back through the extraction child as ResourceNotWatched with resyncAfterSeconds', async () => {
+    const related = relatedMap([TYPES.scope, TYPES.profile], { [TYPES.profile]: [loadExampleCr('profile-deployments.yaml')] })
+    const res = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), loadExampleCr('target-deployments.yaml'), related)))
+    assert.equal(res.status, 200)
+    const body = res.json() as { status: { conditions: { type: string; status: string; reason: string }[] }; resyncAfterSeconds?: number }
+    assert.deepEqual(Object.keys(body).sort(), ['children', 'resyncAfterSeconds', 'status'])
+    assert.equal(body.resyncAfterSeconds, NOT_WATCHED_RESYNC_SECONDS)
+    assert.deepEqual(body.status.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`), ['Ready=False ResourceNotWatched'])
   })
 
   test('responses carry only the keys a strict v2 decoder accepts', async () => {

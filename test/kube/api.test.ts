@@ -1,7 +1,8 @@
 // The CRDs and the discovery code against a real kube-apiserver (test/support/kube-apiserver.ts):
 // the CRDs are accepted as structural and Established, the example CRs are admitted, the printer
 // columns come back through the table API, admission refuses invalid CRs where `kollect validate`
-// does and for the same reason, and server/discovery.ts resolves plurals through discovery.
+// does and for the same reason, server/discovery.ts resolves plurals and scopes through
+// discovery, and `kollect preview --kubeconfig` reads live objects of either scope.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -62,6 +63,23 @@ function once<T>(fn: () => Promise<T>): () => Promise<T> {
 
 const applyCrds = once(async () => {
   for (const f of crdFiles) await cp.applyYaml(path.join(CRD_DIR, f))
+})
+
+// A cluster-scoped kind outside every table: only discovery can say it has no namespace.
+const applyFleetCrd = once(async () => {
+  await cp.applyYaml(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: fleets.scopetest.kollect.dev}
+spec:
+  group: scopetest.kollect.dev
+  scope: Cluster
+  names: {kind: Fleet, listKind: FleetList, plural: fleets, singular: fleet}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`)
 })
 
 const applyExamples = once(async () => {
@@ -308,51 +326,153 @@ describe('admission refuses what kollect validate refuses, at the same field, fo
 // ---- discovery ----
 
 describe('discovery through server/discovery.ts', () => {
-  const clusterCrd = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: fleets.scopetest.kollect.dev}
-spec:
-  group: scopetest.kollect.dev
-  scope: Cluster
-  names: {kind: Fleet, listKind: FleetList, plural: fleets, singular: fleet}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
-
-  test('the plural of a built-in, a namespaced CRD and a cluster-scoped CRD comes from discovery', async () => {
+  test('the plural and the scope of built-ins, a namespaced CRD and a cluster-scoped CRD come from discovery', async () => {
     await applyCrds()
-    await cp.applyYaml(clusterCrd)
+    await applyFleetCrd()
     const resolve = createPluralResolver(cp.kc)
-    const cases: [ResourceSpec, string][] = [
-      [{ group: 'apps', version: 'v1', kind: 'Deployment' }, 'deployments'],
+    const cases: [ResourceSpec, string, boolean][] = [
+      [{ group: 'apps', version: 'v1', kind: 'Deployment' }, 'deployments', true],
       // Not in the well-known table: only discovery knows it.
-      [{ group: 'apps', version: 'v1', kind: 'ControllerRevision' }, 'controllerrevisions'],
-      [{ group: '', version: 'v1', kind: 'Endpoints' }, 'endpoints'],
-      [{ group: 'kollect.dev', version: 'v1alpha1', kind: 'KollectTarget' }, 'kollecttargets'],
-      [{ group: 'kollect.dev', version: 'v1alpha1', kind: 'KollectProfile' }, 'kollectprofiles'],
-      [{ group: 'scopetest.kollect.dev', version: 'v1', kind: 'Fleet' }, 'fleets'],
+      [{ group: 'apps', version: 'v1', kind: 'ControllerRevision' }, 'controllerrevisions', true],
+      [{ group: '', version: 'v1', kind: 'Endpoints' }, 'endpoints', true],
+      [{ group: '', version: 'v1', kind: 'Namespace' }, 'namespaces', false],
+      [{ group: 'scheduling.k8s.io', version: 'v1', kind: 'PriorityClass' }, 'priorityclasses', false],
+      [{ group: 'kollect.dev', version: 'v1alpha1', kind: 'KollectTarget' }, 'kollecttargets', true],
+      [{ group: 'kollect.dev', version: 'v1alpha1', kind: 'KollectProfile' }, 'kollectprofiles', true],
+      [{ group: 'scopetest.kollect.dev', version: 'v1', kind: 'Fleet' }, 'fleets', false],
     ]
-    for (const [resource, plural] of cases) {
-      // The whole result: today it carries the plural and its source, not the scope.
-      assert.deepEqual(await resolve(resource), { plural, source: 'discovery' }, JSON.stringify(resource))
+    for (const [resource, plural, namespaced] of cases) {
+      assert.deepEqual(await resolve(resource), { plural, source: 'discovery', namespaced }, JSON.stringify(resource))
     }
+    // A plural from the spec still takes its scope from discovery.
+    assert.deepEqual(await resolve({ group: 'scopetest.kollect.dev', version: 'v1', kind: 'Fleet', plural: 'fleets' }), { plural: 'fleets', source: 'spec', namespaced: false })
     const missing = await resolve({ group: 'scopetest.kollect.dev', version: 'v1', kind: 'Armada' })
     assert.equal(missing.source, 'unresolved')
     assert.match(missing.message ?? '', /discovery has no kind Armada in scopetest\.kollect\.dev\/v1/)
   })
 
-  test('discovery documents say which resources are namespaced (the scope the resolver does not return yet)', async () => {
-    const namespaced = async (groupVersion: string, plural: string): Promise<boolean | undefined> => {
+  test('the scope the resolver returns is what the discovery documents say', async () => {
+    await applyCrds()
+    await applyFleetCrd()
+    const resolve = createPluralResolver(cp.kc)
+    const documented = async (groupVersion: string, plural: string): Promise<boolean | undefined> => {
       const base = groupVersion === 'v1' ? '/api/v1' : `/apis/${groupVersion}`
       const list = (await cp.request('GET', base)).json<{ resources: { name: string; namespaced: boolean }[] }>()
       return list.resources.find((r) => r.name === plural)?.namespaced
     }
-    assert.equal(await namespaced('apps/v1', 'deployments'), true)
-    assert.equal(await namespaced('v1', 'namespaces'), false)
-    assert.equal(await namespaced('kollect.dev/v1alpha1', 'kollecttargets'), true)
-    assert.equal(await namespaced('scopetest.kollect.dev/v1', 'fleets'), false)
+    const cases: [ResourceSpec, string][] = [
+      [{ group: 'apps', version: 'v1', kind: 'Deployment' }, 'deployments'],
+      [{ group: '', version: 'v1', kind: 'Namespace' }, 'namespaces'],
+      [{ group: 'kollect.dev', version: 'v1alpha1', kind: 'KollectTarget' }, 'kollecttargets'],
+      [{ group: 'scopetest.kollect.dev', version: 'v1', kind: 'Fleet' }, 'fleets'],
+    ]
+    for (const [resource, plural] of cases) {
+      const gv = resource.group ? `${resource.group}/${resource.version}` : resource.version
+      const want = await documented(gv, plural)
+      assert.equal(typeof want, 'boolean', `${plural} in the discovery document`)
+      assert.equal((await resolve(resource)).namespaced, want, plural)
+    }
+  })
+})
+
+// ---- kollect preview against live objects ----
+
+describe('kollect preview --kubeconfig', () => {
+  const write = (name: string, text: string): string => {
+    const file = path.join(dir, name)
+    writeFileSync(file, text)
+    return file
+  }
+  const preview = (args: string[]) =>
+    spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'main.js'), 'preview', '--kubeconfig', cp.kubeconfigPath, '-o', 'json', ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
+  const printed = (stdout: string): string[] =>
+    (JSON.parse(stdout) as { namespace: string; name: string; attributes: Record<string, unknown> }[]).map((i) => `${i.namespace}/${i.name}=${JSON.stringify(i.attributes['value'])}`)
+
+  test('a cluster-scoped CRD: every object is read and extracted, with no namespace', async () => {
+    await applyCrds()
+    await applyFleetCrd()
+    await cp.applyYaml(`apiVersion: scopetest.kollect.dev/v1
+kind: Fleet
+metadata: {name: east}
+spec: {size: 3}
+---
+apiVersion: scopetest.kollect.dev/v1
+kind: Fleet
+metadata: {name: west}
+spec: {size: 5}
+`)
+    const profile = write('fleet-profile.yaml', `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: fleet-size, namespace: team-a}
+spec:
+  attributes:
+    - {name: value, cel: object.spec.size, type: integer}
+`)
+    const target = write('fleet-target.yaml', `apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: fleets, namespace: team-a}
+spec:
+  resource: {group: scopetest.kollect.dev, version: v1, kind: Fleet}
+  profileRef: {name: fleet-size}
+`)
+    const scope = write('fleet-scope.yaml', `apiVersion: kollect.dev/v1alpha1
+kind: KollectScope
+metadata: {name: platform, namespace: team-a}
+spec:
+  allowedNamespaces: ['*']
+  allowedResources: [{group: scopetest.kollect.dev, kind: Fleet}]
+`)
+    const r = preview(['--profile', profile, '--target', target, '--scope', scope])
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(printed(r.stdout), ['/east=3', '/west=5'])
+    assert.match(r.stderr, /2 objects read from the cluster \(all namespaces\)/)
+    assert.match(r.stderr, /matched 2, extracted 2, failed 0/)
+
+    // Without a scope allowing all namespaces, a cluster-scoped kind is refused, not 0 of 0.
+    const refused = preview(['--profile', profile, '--target', target])
+    assert.equal(refused.status, 1, refused.stderr)
+    assert.match(refused.stderr, /is not ready: ScopeNamespaceDenied: Fleet is cluster-scoped; the scope of namespace team-a must allow all namespaces/)
+  })
+
+  test('a namespaced kind: the objects of the target\'s own namespace only', async () => {
+    await applyCrds()
+    await cp.applyYaml(`apiVersion: v1
+kind: Namespace
+metadata: {name: preview-other}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: colour, namespace: team-a, labels: {preview: live}}
+data: {value: blue}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: size, namespace: team-a, labels: {preview: live}}
+data: {value: large}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: elsewhere, namespace: preview-other, labels: {preview: live}}
+data: {value: hidden}
+`)
+    const profile = write('cm-profile.yaml', `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: cm-value, namespace: team-a}
+spec:
+  attributes:
+    - {name: value, cel: object.data.value, type: string}
+`)
+    const target = write('cm-target.yaml', `apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: configmaps, namespace: team-a}
+spec:
+  resource: {version: v1, kind: ConfigMap}
+  profileRef: {name: cm-value}
+  labelSelector: {matchLabels: {preview: live}}
+`)
+    const r = preview(['--profile', profile, '--target', target])
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(printed(r.stdout), ['team-a/colour="blue"', 'team-a/size="large"'])
+    assert.match(r.stderr, /2 objects read from the cluster \(namespaces team-a\)/)
   })
 })
