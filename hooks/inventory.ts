@@ -17,7 +17,7 @@ export const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')
 
 export const DEFAULT_DEBOUNCE_MS = 10_000
 export const DEFAULT_MAX_WAIT_MS = 120_000
-/** Resync bounds: a missing target may report any time; a write in flight usually lands within seconds. */
+/** Resync bounds: a missing target or a failing sink's running retry may end any time; a write usually lands within seconds. */
 export const WAITING_RESYNC_SECONDS = 10
 export const IN_FLIGHT_RESYNC_SECONDS = 2
 export const MAX_RESYNC_SECONDS = 60
@@ -215,7 +215,8 @@ export function resyncAfterSeconds(c: InventoryComposition, state: InventoryExpo
   if (!state.complete) return WAITING_RESYNC_SECONDS
   const settled = !state.pending && state.sinks.every((s) => s.state === 'Synced')
   if (settled) return undefined
-  if (state.nextChangeInMs === undefined) return IN_FLIGHT_RESYNC_SECONDS
+  // No known time: a write or a failing sink's retry is running.
+  if (state.nextChangeInMs === undefined) return state.sinks.some((s) => s.state === 'Failing') ? WAITING_RESYNC_SECONDS : IN_FLIGHT_RESYNC_SECONDS
   // One second of margin, so the call lands after the timer, not just before it.
   return Math.min(MAX_RESYNC_SECONDS, Math.ceil(state.nextChangeInMs / 1000) + 1)
 }

@@ -507,8 +507,11 @@ export class Exporter implements ExporterClient {
     const last = times[times.length - 1]
     if (last) state.lastExportTime = last
     if (inv.dueAt !== null) state.pending = true
-    const next = [inv.dueAt, ...[...inv.sinks.values()].map((rt) => (rt.failing ? rt.retryAt : null))].filter((t): t is number => t !== null)
-    if (next.length > 0) state.nextChangeInMs = Math.max(0, Math.min(...next) - this.clock.now())
+    // A retry time already passed means an attempt is running: its end is unknown, so it is left out.
+    const now = this.clock.now()
+    const next = [inv.dueAt, ...[...inv.sinks.values()].map((rt) => (rt.failing && rt.retryAt !== null && rt.retryAt > now ? rt.retryAt : null))]
+      .filter((t): t is number => t !== null)
+    if (next.length > 0) state.nextChangeInMs = Math.max(0, Math.min(...next) - now)
     return state
   }
 

@@ -108,6 +108,9 @@ test('pending: a failing sink is Failing with a resync from its backoff, capped 
     assert.equal(synced(res), 'False Failing')
     assert.equal(res.resyncAfterSeconds, want, JSON.stringify(backoff))
     assert.equal(factory.sink('team-a/primary').attempts.length, 1, 'the retry waits for its backoff')
+    // Past the latest retry time the attempt is taken as running, with no known end: no 1 s resync loop.
+    clock.advance(backoff.maxMs)
+    assert.equal(answer(comp, exporter.inventoryState(INV)).resyncAfterSeconds, 10)
     await exporter.close()
   }
 })

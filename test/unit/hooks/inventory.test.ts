@@ -459,6 +459,7 @@ describe('resyncAfterSeconds', () => {
     { reason: 'a failing sink retrying in at most 8 s: 9 s', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED], nextChangeInMs: 8_000 }), want: 9 },
     { reason: 'a failing sink backing off for 10 minutes: capped at 60 s', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED], nextChangeInMs: 600_000 }), want: 60 },
     { reason: 'a write in flight with no timer: a short resync', state: exportState({ sinks: [PENDING_WRITE] }), want: 2 },
+    { reason: 'a failing sink whose retry is running (no known end): a modest resync, not one a second', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED] }), want: 10 },
     { reason: 'targets not all heard from: a modest resync', state: exportState({ complete: false, missingTargets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: [] }), want: 10 },
     { reason: 'a suspended inventory never changes by itself: no resync', composed: composed({ suspend: true }), state: exportState({ pending: true, nextChangeInMs: 1_000 }), want: undefined },
   ]
