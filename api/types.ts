@@ -222,6 +222,16 @@ export interface InventoryExportState {
   checksum: string
   lastExportTime?: string
   sinks: SinkExportState[]
+  /**
+   * A change waits for the debounce: checksum and itemCount above are still the last export's.
+   * The new checksum is not computed ahead of the export (that costs a full snapshot per report).
+   */
+  pending?: boolean
+  /**
+   * How soon the state changes without a new event (the debounce firing, a failing sink's next
+   * attempt). It moves with the clock, so it feeds resyncAfterSeconds only, never status.
+   */
+  nextChangeInMs?: number
 }
 
 export interface FinalizeResult {

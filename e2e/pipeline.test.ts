@@ -151,6 +151,12 @@ test('profile, sinks, target and inventory: one export reaches git, PostgreSQL a
 
   // One Deployment's image changes: exactly one change in every sink.
   await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
+  // Right after the change the inventory must not claim Synced with the old checksum (issue 9).
+  // The 300ms debounce may already have fired on a slow machine, so Synced with the new one is fine.
+  const right = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
+  const rightSynced = right.conditions.find((c) => c.type === 'Synced')
+  if (rightSynced?.status === 'True') assert.notEqual(right.checksum, first.checksum, JSON.stringify(right))
+  else assert.equal(rightSynced?.reason, 'Pending', JSON.stringify(right))
   const second = await waitSynced(first.checksum)
   assert.equal(second.itemCount, 3)
   assert.deepEqual((await exportCommits())[0], 'kollect: team-a/prod-inventory +0 ~1 -0 (3 items)')

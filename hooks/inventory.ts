@@ -17,6 +17,10 @@ export const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')
 
 export const DEFAULT_DEBOUNCE_MS = 10_000
 export const DEFAULT_MAX_WAIT_MS = 120_000
+/** Resync bounds: a missing target or a failing sink's running retry may end any time; a write usually lands within seconds. */
+export const WAITING_RESYNC_SECONDS = 10
+export const IN_FLIGHT_RESYNC_SECONDS = 2
+export const MAX_RESYNC_SECONDS = 60
 
 export function customizeInventory(req: CustomizeRequest): CustomizeResponse {
   const { namespace } = parentRef(req.parent)
@@ -188,12 +192,33 @@ function syncedCondition(c: InventoryComposition, state: InventoryExportState, p
     return condition('Synced', false, 'WaitingForTargets', `waiting for targets to report: ${state.missingTargets.map((t) => t.name).join(', ')}`, generation)
   }
   if (failing > 0) return condition('Synced', false, 'Failing', `${failing} of ${state.sinks.length} sinks failing`, generation)
+  if (state.pending) {
+    return condition('Synced', false, 'Pending', `a change waits for the ${formatDuration(c.debounceMs)} debounce; checksum and itemCount are the last export's`, generation)
+  }
   if (pending > 0) return condition('Synced', false, 'Pending', `${pending} of ${state.sinks.length} sinks pending`, generation)
   return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
 }
 
 export function syncInventoryResponse(req: SyncRequest, composed: Composed, state: InventoryExportState | null): SyncResponse {
-  return { status: inventoryStatus(req, composed, state), children: [] }
+  const response: SyncResponse = { status: inventoryStatus(req, composed, state), children: [] }
+  const resync = composed.ok && state ? resyncAfterSeconds(composed.composition, state) : undefined
+  if (resync !== undefined) response.resyncAfterSeconds = resync
+  return response
+}
+
+/**
+ * Metacontroller calls back only on events or its periodic resync; the exporter cannot call it, so
+ * while the status is bound to change (debounce, retry, write in flight) the answer asks for a call.
+ */
+export function resyncAfterSeconds(c: InventoryComposition, state: InventoryExportState): number | undefined {
+  if (c.suspend) return undefined
+  if (!state.complete) return WAITING_RESYNC_SECONDS
+  const settled = !state.pending && state.sinks.every((s) => s.state === 'Synced')
+  if (settled) return undefined
+  // No known time: a write or a failing sink's retry is running.
+  if (state.nextChangeInMs === undefined) return state.sinks.some((s) => s.state === 'Failing') ? WAITING_RESYNC_SECONDS : IN_FLIGHT_RESYNC_SECONDS
+  // One second of margin, so the call lands after the timer, not just before it.
+  return Math.min(MAX_RESYNC_SECONDS, Math.ceil(state.nextChangeInMs / 1000) + 1)
 }
 
 export function finalizeInventoryResponse(req: SyncRequest, composed: Composed, result: FinalizeResult | null): SyncResponse {

@@ -4,7 +4,7 @@ import type {
   SinkCheck, SinkExportState, Snapshot, TargetReport,
 } from '../api/types.js'
 import { ItemBudget, UNBOUNDED, type BudgetLimit, type BudgetOptions } from './budget.js'
-import { DEFAULT_BACKOFF, retryUntilDone, type BackoffPolicy } from './retry.js'
+import { DEFAULT_BACKOFF, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
 import type { Sink, WriteResult } from './sink.js'
 
 export interface Clock {
@@ -69,6 +69,8 @@ interface SinkRuntime {
   pending: Snapshot | null
   confirmed: { checksum: string; itemCount: number; at: number } | null
   failing: string | null
+  /** When the failing sink's next attempt starts at the latest. */
+  retryAt: number | null
   running: Promise<void> | null
   abort: AbortController
 }
@@ -80,6 +82,8 @@ interface InventoryRuntime {
   firstPendingAt: number | null
   lastChangeAt: number
   timer: unknown
+  /** When the armed timer fires; null when no change waits for the debounce. */
+  dueAt: number | null
   finalizing: Promise<void> | null
   finalized: boolean
 }
@@ -140,6 +144,8 @@ export class Exporter implements ExporterClient {
       const old = previous?.items.get(failed)
       if (old && !items.has(failed)) items.set(failed, old)
     }
+    // A periodic resync reports the same items: exporting nothing new must not flip status to Pending.
+    const changed = !previous || previous.items.size !== items.size || [...items].some(([k, item]) => previous.items.get(k) !== item)
     const { bytes, forget } = this.budget.chargeReport(items.values())
     const before = previous?.bytes ?? 0
     const over = this.budget.check(report.target, before, bytes)
@@ -152,6 +158,7 @@ export class Exporter implements ExporterClient {
     }
     this.targets.set(key, { items, bytes })
     this.charge(report.target, before, bytes)
+    if (!changed) return { accepted: true }
     for (const inv of this.inventories.values()) {
       if (inv.composition.targets.some((t) => refKey(t) === key)) this.markDirty(inv)
     }
@@ -194,6 +201,7 @@ export class Exporter implements ExporterClient {
     if (!inv.finalizing) {
       this.clock.clearTimeout(inv.timer)
       inv.timer = null
+      inv.dueAt = null
       inv.finalizing = this.runFinalize(inv).then(
         () => { inv.finalized = true },
         (err: Error) => {
@@ -255,6 +263,7 @@ export class Exporter implements ExporterClient {
       if (inv.timer !== null) {
         this.clock.clearTimeout(inv.timer)
         inv.timer = null
+        inv.dueAt = null
         this.exportNow(inv)
       }
     }
@@ -286,7 +295,7 @@ export class Exporter implements ExporterClient {
   }
 
   private addInventory(composition: InventoryComposition): InventoryRuntime {
-    const inv: InventoryRuntime = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, finalizing: null, finalized: false }
+    const inv: InventoryRuntime = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false }
     this.inventories.set(refKey(composition.inventory), inv)
     this.reconcileSinks(inv)
     return inv
@@ -312,7 +321,7 @@ export class Exporter implements ExporterClient {
       if (inv.sinks.has(key)) continue
       const poolKey = poolKeyOf(w.resolved)
       this.acquire(poolKey, w.resolved)
-      inv.sinks.set(key, { ref: w.ref, poolKey, resolved: w.resolved, pending: null, confirmed: null, failing: null, running: null, abort: new AbortController() })
+      inv.sinks.set(key, { ref: w.ref, poolKey, resolved: w.resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController() })
     }
   }
 
@@ -339,6 +348,7 @@ export class Exporter implements ExporterClient {
       // A suspended inventory exports nothing, including a change already waiting for its debounce.
       this.clock.clearTimeout(inv.timer)
       inv.timer = null
+      inv.dueAt = null
       inv.firstPendingAt = null
       return
     }
@@ -348,10 +358,12 @@ export class Exporter implements ExporterClient {
     inv.firstPendingAt ??= now
     const due = Math.min(now + inv.composition.debounceMs, inv.firstPendingAt + inv.composition.maxWaitMs)
     this.clock.clearTimeout(inv.timer)
+    inv.dueAt = Math.max(now, due)
     inv.timer = this.clock.setTimeout(() => {
       inv.timer = null
+      inv.dueAt = null
       this.exportNow(inv)
-    }, Math.max(0, due - now))
+    }, inv.dueAt - now)
   }
 
   private missingTargets(c: InventoryComposition): ObjectRef[] {
@@ -396,12 +408,14 @@ export class Exporter implements ExporterClient {
             signal: rt.abort.signal,
             onFailedAttempt: (error, attempt) => {
               rt.failing = error.message
+              rt.retryAt = this.clock.now() + maxRetryDelayMs(this.backoff, attempt)
               this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'failure', durationMs: this.clock.now() - started, error })
               this.log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
             },
           })
           rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: this.clock.now() }
           rt.failing = null
+          rt.retryAt = null
           if (rt.pending === written.latest) rt.pending = null
           this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'success', durationMs: this.clock.now() - started, written: written.result })
         } catch (err) {
@@ -492,6 +506,12 @@ export class Exporter implements ExporterClient {
     }
     const last = times[times.length - 1]
     if (last) state.lastExportTime = last
+    if (inv.dueAt !== null) state.pending = true
+    // A retry time already passed means an attempt is running: its end is unknown, so it is left out.
+    const now = this.clock.now()
+    const next = [inv.dueAt, ...[...inv.sinks.values()].map((rt) => (rt.failing && rt.retryAt !== null && rt.retryAt > now ? rt.retryAt : null))]
+      .filter((t): t is number => t !== null)
+    if (next.length > 0) state.nextChangeInMs = Math.max(0, Math.min(...next) - now)
     return state
   }
 

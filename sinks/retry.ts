@@ -37,3 +37,8 @@ export function retryUntilDone<T>(
     shouldRetry: () => !options.signal.aborted,
   })
 }
+
+/** The longest wait after the given failed attempt (jitter at most doubles the delay). */
+export function maxRetryDelayMs(policy: BackoffPolicy, attemptNumber: number): number {
+  return Math.min(policy.maxMs, Math.round(2 * policy.minMs * policy.factor ** Math.max(0, attemptNumber - 1)))
+}

@@ -64,6 +64,83 @@ describe('examples and golden responses', () => {
   })
 })
 
+interface InventoryAnswer {
+  status: { checksum: string; itemCount: number; conditions: { type: string; status: string; reason: string }[] }
+  resyncAfterSeconds?: number
+}
+
+/** POST an example (or its parsed, edited body) to its route; the answer's Synced condition as "True Exported". */
+async function sendExample(url: string, name: string, edit?: (body: { parent: { spec: Record<string, unknown> } }) => void): Promise<InventoryAnswer & { synced: string }> {
+  const raw = readFileSync(path.join(EXAMPLES, `${name}.json`), 'utf8')
+  let body = raw
+  if (edit) {
+    const parsed = JSON.parse(raw) as { parent: { spec: Record<string, unknown> } }
+    edit(parsed)
+    body = JSON.stringify(parsed)
+  }
+  const res = await post(url + ROUTES[name], body)
+  assert.equal(res.status, 200, `${name}: ${res.text}`)
+  const answer = res.json() as InventoryAnswer
+  if (name.startsWith('inventory')) assert.deepEqual(validateStatus('KollectInventory', answer.status as unknown as Record<string, unknown>), { valid: true })
+  const synced = answer.status.conditions?.find((c) => c.type === 'Synced')
+  return { ...answer, synced: `${synced?.status} ${synced?.reason}` }
+}
+
+describe('inventory status follows the export (the README walkthrough)', () => {
+  test('a target change sent with the inventory sync at once is Pending with the old checksum, never Synced', async () => {
+    const fresh = await startHooksServer()
+    try {
+      await sendExample(fresh.url, 'target-sync')
+      const first = await sendExample(fresh.url, 'inventory-sync')
+      assert.equal(first.synced, 'False Pending')
+      assert.equal(first.resyncAfterSeconds, 11, 'the 10s debounce plus 1 s')
+      fresh.exporter.flush() // stands in for the debounce, as npm run demo does
+      await fresh.exporter.idle()
+      const exported = await sendExample(fresh.url, 'inventory-sync')
+      assert.equal(exported.synced, 'True Exported')
+      assert.equal('resyncAfterSeconds' in exported, false)
+
+      await sendExample(fresh.url, 'target-sync-changed')
+      const during = await sendExample(fresh.url, 'inventory-sync')
+      assert.equal(during.synced, 'False Pending', 'kubectl wait --for=condition=Synced must not return before the change is written')
+      assert.equal(during.status.checksum, exported.status.checksum, 'still the checksum the sink holds')
+      assert.ok(during.resyncAfterSeconds !== undefined && during.resyncAfterSeconds >= 2 && during.resyncAfterSeconds <= 11, `resyncAfterSeconds ${during.resyncAfterSeconds}`)
+
+      fresh.exporter.flush()
+      await fresh.exporter.idle()
+      const after = await sendExample(fresh.url, 'inventory-sync')
+      assert.equal(after.synced, 'True Exported')
+      assert.notEqual(after.status.checksum, exported.status.checksum)
+    } finally {
+      await fresh.close()
+    }
+  })
+
+  test('following resyncAfterSeconds alone, as Metacontroller does, reaches Synced without another event', async () => {
+    const fresh = await startHooksServer()
+    try {
+      const debounce2s = (body: { parent: { spec: Record<string, unknown> } }) => { body.parent.spec['debounce'] = '2s' }
+      await sendExample(fresh.url, 'target-sync')
+      let answer = await sendExample(fresh.url, 'inventory-sync', debounce2s)
+      assert.equal(answer.synced, 'False Pending')
+      assert.equal(answer.resyncAfterSeconds, 3)
+      const started = Date.now()
+      const calls: string[] = []
+      while (answer.resyncAfterSeconds !== undefined) {
+        // Generous: a loaded machine may still be writing the commit at the first callback.
+        assert.ok(Date.now() - started < 20_000, `still not Synced after 20 s: ${calls.join(', ')}`)
+        await new Promise((r) => setTimeout(r, (answer.resyncAfterSeconds as number) * 1000))
+        answer = await sendExample(fresh.url, 'inventory-sync', debounce2s)
+        calls.push(`${answer.synced} resync=${answer.resyncAfterSeconds}`)
+      }
+      assert.equal(answer.synced, 'True Exported', calls.join(', '))
+      assert.equal(answer.status.itemCount, 3)
+    } finally {
+      await fresh.close()
+    }
+  })
+})
+
 describe('Metacontroller request shapes', () => {
   test('the same sync request twice gives byte-identical responses', async () => {
     const body = goJson(targetSyncRequest([deployment(1), deployment(2), deployment(3, { tier: 'backend' })]))

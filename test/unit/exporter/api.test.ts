@@ -4,7 +4,7 @@ import type { ExporterClient, ReportResult, TargetReport } from '../../../api/ty
 import { buildExporterApp, httpExporterClient, reportBodyLimit } from '../../../server/exporter-app.js'
 import { createLogger } from '../../../server/logger.js'
 import { createMetrics } from '../../../server/metrics.js'
-import { harness, itemsOf, LIMIT, report, T1, T2 } from './harness.js'
+import { composition, harness, itemsOf, LIMIT, report, T1, T2 } from './harness.js'
 
 // The exporter's loopback API carries a refusal back to the hooks, refuses a report body larger
 // than any namespace could hold before reading it, and gets one report at a time.
@@ -63,4 +63,14 @@ test('the client sends one report at a time, so the exporter parses one report b
   const results = await Promise.all([T1, { namespace: 'team-a', name: 'fail' }, T2, T1].map((target) => client.reportTarget(report(target, itemsOf(target, 3)))))
   assert.equal(most, 1)
   assert.deepEqual(results.map((r) => r.accepted), [true, false, true, true])
+})
+
+test('a pending change and the time until it is due cross the API, so a split hooks container asks for its resync too', LIMIT, async (t) => {
+  const h = harness(t)
+  const client = await serve(t, h.exporter, reportBodyLimit(1_000_000))
+  await client.reportTarget(report(T1, itemsOf(T1, 2)))
+  const state = await client.applyInventory(composition({ debounceMs: 10_000 }))
+  assert.equal(state.pending, true)
+  assert.equal(state.nextChangeInMs, 10_000)
+  assert.deepEqual(state, await h.exporter.applyInventory(composition({ debounceMs: 10_000 })))
 })

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { validateStatus } from '../../../api/crd-schemas.js'
 import type { InventoryExportState, KollectInventorySpec, KollectSinkSpec, KubeObject, SinkExportState } from '../../../api/types.js'
 import {
-  composeInventory, customizeInventory, finalizeInventoryResponse, inventoryStatus, syncInventoryResponse, type Composed,
+  composeInventory, customizeInventory, finalizeInventoryResponse, inventoryStatus, resyncAfterSeconds, syncInventoryResponse, type Composed,
 } from '../../../hooks/inventory.js'
 import type { CustomizeRequest, CustomizeResponse, RelatedRule, SyncRequest } from '../../../hooks/request.js'
 import { controllerFor, customizeRequest, loadExampleCr, relatedMap, syncRequest, TYPES } from '../../support/metacontroller.js'
@@ -16,7 +16,7 @@ const SHARED_PG: KubeObject = { ...loadExampleCr('sink-postgres.yaml'), metadata
 const PG_SPEC = SHARED_PG['spec'] as KollectSinkSpec
 const PROD_DEPLOYS = loadExampleCr('target-deployments.yaml')
 
-/** The example inventory (targets prod-deploys, sink git-demo, debounce 2s, maxWait 30s) with spec fields replaced; undefined removes one. */
+/** The example inventory (targets prod-deploys, sink git-demo, debounce 10s, maxWait 2m) with spec fields replaced; undefined removes one. */
 function inventory(spec: Partial<Record<keyof KollectInventorySpec, unknown>> = {}): KubeObject {
   const inv = loadExampleCr('inventory.yaml')
   return wire({ ...inv, spec: { ...(inv['spec'] as object), ...spec } })
@@ -96,8 +96,8 @@ function composed(over: { targets?: string[]; sinks?: { namespace: string; name:
       targets: (over.targets ?? ['prod-deploys']).map((name) => ({ namespace: 'team-a', name })),
       sinks: over.sinks ?? [{ namespace: 'team-a', name: 'git-demo', spec: GIT_SPEC }],
       useDefaultSink: over.useDefaultSink ?? false,
-      debounceMs: over.debounceMs ?? 2000,
-      maxWaitMs: over.maxWaitMs ?? 30_000,
+      debounceMs: over.debounceMs ?? 10_000,
+      maxWaitMs: over.maxWaitMs ?? 120_000,
       suspend: over.suspend ?? false,
     },
   }
@@ -174,13 +174,13 @@ describe('composeInventory', () => {
     },
     {
       reason: 'a debounce below the scope minimum is raised, with a DebounceRaised problem',
-      req: () => request(inventory(), { scopes: [scopeCr('slow', { minDebounce: '5s' })] }),
-      want: composed({ debounceMs: 5000 }, [{ reason: 'DebounceRaised', message: 'debounce 2s raised to the scope minimum 5s' }]),
+      req: () => request(inventory(), { scopes: [scopeCr('slow', { minDebounce: '30s' })] }),
+      want: composed({ debounceMs: 30_000 }, [{ reason: 'DebounceRaised', message: 'debounce 10s raised to the scope minimum 30s' }]),
     },
     {
       reason: 'a raised debounce also lifts a maxWait that would fall below it',
-      req: () => request(inventory(), { scopes: [scopeCr('slower', { minDebounce: '1m' })] }),
-      want: composed({ debounceMs: 60_000, maxWaitMs: 60_000 }, [{ reason: 'DebounceRaised', message: 'debounce 2s raised to the scope minimum 1m' }]),
+      req: () => request(inventory(), { scopes: [scopeCr('slower', { minDebounce: '3m' })] }),
+      want: composed({ debounceMs: 180_000, maxWaitMs: 180_000 }, [{ reason: 'DebounceRaised', message: 'debounce 10s raised to the scope minimum 3m' }]),
     },
     {
       reason: 'maxWait is never below debounce',
@@ -273,6 +273,24 @@ describe('inventoryStatus', () => {
           cond('Degraded', 'False', 'AsExpected', ''),
           cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
           cond('Synced', 'False', 'Pending', '1 of 1 sinks pending'),
+        ],
+      },
+    },
+    {
+      reason: 'a change waiting for the debounce is Synced False Pending, though every sink still holds the last export; checksum and itemCount stay the last export\'s',
+      composed: composed({}),
+      state: exportState({ pending: true, nextChangeInMs: 1_500 }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [GIT_SYNCED],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
+          cond('Synced', 'False', 'Pending', 'a change waits for the 10s debounce; checksum and itemCount are the last export\'s'),
         ],
       },
     },
@@ -408,6 +426,12 @@ describe('inventoryStatus', () => {
     })
   }
 
+  test('the time left until the next change never reaches status', () => {
+    const req = request(inventory())
+    const at = (ms: number) => JSON.stringify(inventoryStatus(req, composed({}), exportState({ pending: true, nextChangeInMs: ms })))
+    assert.equal(at(1_999), at(3))
+  })
+
   test('the status is byte-identical for identical inputs', () => {
     const a = inventoryStatus(request(inventory()), composeInventory(request(inventory())), exportState({ sinks: [PG_FAILING, GIT_SYNCED] }))
     const b = inventoryStatus(request(inventory()), composeInventory(request(inventory())), exportState({ sinks: [PG_FAILING, GIT_SYNCED] }))
@@ -423,5 +447,36 @@ describe('inventoryStatus', () => {
       [syncInventoryResponse(req, c, state), finalizeInventoryResponse(req, c, { finalized: true, state }), finalizeInventoryResponse(req, c, { finalized: false, state })],
       [{ status, children: [] }, { status, children: [], finalized: true }, { status, children: [], finalized: false, resyncAfterSeconds: 5 }],
     )
+  })
+})
+
+describe('resyncAfterSeconds', () => {
+  const PENDING_WRITE: SinkExportState = { ...GIT_SYNCED, state: 'Pending' }
+  const cases: { reason: string; composed?: Composed; state: InventoryExportState; want: number | undefined }[] = [
+    { reason: 'every sink synced and nothing waiting: no resync', state: exportState({}), want: undefined },
+    { reason: 'a change waiting 1.5 s for the debounce: the time left rounded up, plus 1 s of margin', state: exportState({ pending: true, nextChangeInMs: 1_500 }), want: 3 },
+    { reason: 'a debounce firing now: at least 1 s', state: exportState({ pending: true, nextChangeInMs: 0 }), want: 1 },
+    { reason: 'a failing sink retrying in at most 8 s: 9 s', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED], nextChangeInMs: 8_000 }), want: 9 },
+    { reason: 'a failing sink backing off for 10 minutes: capped at 60 s', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED], nextChangeInMs: 600_000 }), want: 60 },
+    { reason: 'a write in flight with no timer: a short resync', state: exportState({ sinks: [PENDING_WRITE] }), want: 2 },
+    { reason: 'a failing sink whose retry is running (no known end): a modest resync, not one a second', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED] }), want: 10 },
+    { reason: 'targets not all heard from: a modest resync', state: exportState({ complete: false, missingTargets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: [] }), want: 10 },
+    { reason: 'a suspended inventory never changes by itself: no resync', composed: composed({ suspend: true }), state: exportState({ pending: true, nextChangeInMs: 1_000 }), want: undefined },
+  ]
+  for (const c of cases) {
+    test(c.reason, () => {
+      const comp = c.composed ?? composed({})
+      assert.ok(comp.ok)
+      assert.equal(resyncAfterSeconds(comp.composition, c.state), c.want)
+      const response = syncInventoryResponse(request(inventory()), comp, c.state)
+      assert.equal(response.resyncAfterSeconds, c.want, 'the sync answer carries it')
+      assert.equal('resyncAfterSeconds' in response, c.want !== undefined, 'absent, not undefined, when there is nothing to wait for')
+    })
+  }
+
+  test('no composition or no exporter answer: no resync from the inventory (Metacontroller retries errors itself)', () => {
+    const req = request(inventory())
+    assert.equal('resyncAfterSeconds' in syncInventoryResponse(req, composed({}), null), false)
+    assert.equal('resyncAfterSeconds' in syncInventoryResponse(req, { ok: false, problems: [{ reason: 'InvalidSpec', message: 'bad' }] }, exportState({})), false)
   })
 })
