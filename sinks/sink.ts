@@ -16,10 +16,28 @@ export interface Sink {
   /** "namespace/name" of the KollectSink (or "embedded/default"). */
   readonly id: string
   write(snapshot: Snapshot): Promise<WriteResult>
+  /**
+   * Drift detection for a store of record: read what the store itself holds for the snapshot's
+   * inventory (never a cache), compare it with the snapshot, and in 'repair' mode write the
+   * snapshot back when they differ. Sinks that keep no record to drift (event streams) leave it out.
+   */
+  verify?(snapshot: Snapshot, mode: DriftMode): Promise<DriftResult>
   /** deletionPolicy Delete: remove everything this sink holds for the inventory. */
   remove(inventory: ObjectRef, cluster: string): Promise<void>
   healthcheck(): Promise<void>
   close(): Promise<void>
+}
+
+export type DriftMode = 'report' | 'repair'
+
+/** What a drift check found in the store, compared with the snapshot the exporter last confirmed. */
+export interface DriftResult {
+  /** Items that differ: edited, added or removed outside Kollect (a changed header counts as one). 0 when in step. */
+  differences: number
+  /** Up to five keys of differing items (itemKey, or a file path), for the status message. */
+  examples: string[]
+  /** The sink wrote the snapshot back: mode 'repair' found differences and fixed them. */
+  repaired: boolean
 }
 
 export type Credentials = Readonly<Record<string, string>>
