@@ -107,10 +107,13 @@ export interface FileSinkSettings {
   format?: 'json' | 'yaml'
 }
 
+export type DriftPolicy = 'Repair' | 'Report' | 'Off'
+
 export interface KollectSinkSpec {
   type: SinkType
   cluster?: string
   deletionPolicy?: DeletionPolicy
+  drift?: { policy?: DriftPolicy; interval?: string }
   secretRef?: { name: string; namespace?: string }
   git?: GitSinkSettings
   postgres?: PostgresSinkSettings
@@ -203,7 +206,7 @@ export interface InventoryComposition {
   suspend: boolean
 }
 
-export type SinkState = 'Synced' | 'Pending' | 'Failing'
+export type SinkState = 'Synced' | 'Pending' | 'Failing' | 'Drifted'
 
 export interface SinkExportState extends ObjectRef {
   state: SinkState

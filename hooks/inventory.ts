@@ -4,7 +4,7 @@ import {
   type KollectInventorySpec, type KollectSinkSpec, type ObjectRef, type ResolvedSink,
 } from '../api/types.js'
 import { condition, sortConditions } from './conditions.js'
-import { formatDuration, parseDuration } from './duration.js'
+import { formatDuration, parseDuration } from '../api/duration.js'
 import {
   parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
@@ -164,14 +164,16 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   const blocking = problems.filter((p) => p.reason !== 'DebounceRaised')
   const failing = state.sinks.filter((s) => s.state === 'Failing')
   const pending = state.sinks.filter((s) => s.state === 'Pending')
+  const drifted = state.sinks.filter((s) => s.state === 'Drifted')
+  const troubled = [...failing, ...drifted]
   const conditions: Condition[] = [
     blocking.length > 0
       ? condition('Ready', false, (blocking[0] as Problem).reason, blocking.map((p) => p.message).join('; '), generation)
       : condition('Ready', true, 'Resolved', `${composition.targets.length} targets, ${state.sinks.length} sinks`, generation),
-    syncedCondition(composition, state, pending.length, failing.length, generation),
-    failing.length > 0 || blocking.length > 0
-      ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : (blocking[0] as Problem).reason,
-        [...failing.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
+    syncedCondition(composition, state, pending.length, failing.length, drifted.length, generation),
+    troubled.length > 0 || blocking.length > 0
+      ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : drifted.length > 0 ? 'SinkDrifted' : (blocking[0] as Problem).reason,
+        [...troubled.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
       : condition('Degraded', false, 'AsExpected', problems.map((p) => p.message).join('; '), generation),
   ]
   const status: Record<string, unknown> = {
@@ -186,7 +188,7 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   return status
 }
 
-function syncedCondition(c: InventoryComposition, state: InventoryExportState, pending: number, failing: number, generation: number): Condition {
+function syncedCondition(c: InventoryComposition, state: InventoryExportState, pending: number, failing: number, drifted: number, generation: number): Condition {
   if (c.suspend) return condition('Synced', false, 'Suspended', 'inventory is suspended; nothing is exported', generation)
   if (!state.complete) {
     return condition('Synced', false, 'WaitingForTargets', `waiting for targets to report: ${state.missingTargets.map((t) => t.name).join(', ')}`, generation)
@@ -196,6 +198,7 @@ function syncedCondition(c: InventoryComposition, state: InventoryExportState, p
     return condition('Synced', false, 'Pending', `a change waits for the ${formatDuration(c.debounceMs)} debounce; checksum and itemCount are the last export's`, generation)
   }
   if (pending > 0) return condition('Synced', false, 'Pending', `${pending} of ${state.sinks.length} sinks pending`, generation)
+  if (drifted > 0) return condition('Synced', false, 'Drifted', `${drifted} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
   return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
 }
 
@@ -213,7 +216,8 @@ export function syncInventoryResponse(req: SyncRequest, composed: Composed, stat
 export function resyncAfterSeconds(c: InventoryComposition, state: InventoryExportState): number | undefined {
   if (c.suspend) return undefined
   if (!state.complete) return WAITING_RESYNC_SECONDS
-  const settled = !state.pending && state.sinks.every((s) => s.state === 'Synced')
+  // Drifted changes only at the sink's next drift check, minutes away: no reason to call sooner.
+  const settled = !state.pending && state.sinks.every((s) => s.state === 'Synced' || s.state === 'Drifted')
   if (settled) return undefined
   // No known time: a write or a failing sink's retry is running.
   if (state.nextChangeInMs === undefined) return state.sinks.some((s) => s.state === 'Failing') ? WAITING_RESYNC_SECONDS : IN_FLIGHT_RESYNC_SECONDS

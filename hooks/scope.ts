@@ -1,5 +1,5 @@
 import type { KollectScopeSpec, ObjectRef } from '../api/types.js'
-import { parseDuration } from './duration.js'
+import { parseDuration } from '../api/duration.js'
 
 /** A sink's secretRef: the namespace is the sink's when absent or empty. */
 export interface SecretRef {

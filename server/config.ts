@@ -19,6 +19,8 @@ export interface Config {
   maxInflightBytes: number
   limits: ExpressionLimits
   secretCacheMs: number
+  /** How long shutdown waits for pending exports before it saves them to the journal. */
+  shutdownGraceMs: number
   /** Extraction child processes; 0 means one per CPU, at least 2. */
   extractWorkers: number
   /** More children that only take a sync from a namespace with nothing running and short recent syncs. */
@@ -130,6 +132,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 20),
     maxInflightBytes: int(env, 'KOLLECT_MAX_INFLIGHT_BYTES', 256 * 1024 * 1024),
     secretCacheMs: int(env, 'KOLLECT_SECRET_CACHE_MS', 30_000),
+    shutdownGraceMs: int(env, 'KOLLECT_SHUTDOWN_GRACE_MS', 20_000),
     extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),
     extractReserve: int(env, 'KOLLECT_EXTRACT_RESERVE', 1),
     syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),

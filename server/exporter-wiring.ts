@@ -1,4 +1,7 @@
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Exporter } from '../sinks/exporter.js'
+import { PendingJournal } from '../sinks/pending-journal.js'
 import { createSinkFactory } from '../sinks/registry.js'
 import type { Config } from './config.js'
 import { envCredentials, kubeCredentials } from './credentials.js'
@@ -20,8 +23,23 @@ export function createExporter(config: Config, logger: Logger, metrics: Metrics,
     }),
     observer: metrics.exporterObserver,
     budget: { maxBytes: config.itemBudgetBytes, namespaceShare: config.namespaceShare },
+    journal: new PendingJournal(path.join(config.dataDir, 'pending')),
     log: (level, msg, fields) => logger[level](fields ?? {}, msg),
   })
   metrics.setItemBudget(exporter.budgetBytes)
   return exporter
+}
+
+/**
+ * Shutdown: export what the debounce holds, wait up to the grace period, then save whatever a
+ * sink still owes (a failing sink retries forever) to the journal the next start resumes from.
+ */
+export async function drainExporter(exporter: Exporter, graceMs: number, logger: Logger): Promise<void> {
+  exporter.flush()
+  const ac = new AbortController()
+  const settled = await Promise.race([exporter.idle().then(() => true), sleep(graceMs, false, { signal: ac.signal }).catch(() => false)])
+  ac.abort()
+  const saved = await exporter.savePending()
+  if (saved > 0) logger.warn({ inventories: saved, graceMs, settled }, 'exports still pending at shutdown were saved; the next start resumes them')
+  await exporter.close()
 }

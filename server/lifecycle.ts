@@ -19,14 +19,23 @@ export function configure(name: string, env: Record<string, string | undefined> 
   return { config, logger }
 }
 
-/** SIGTERM/SIGINT: stop accepting, let the exporter flush what is pending, then exit. */
-export function onShutdown(logger: Logger, apps: FastifyInstance[], drain: () => Promise<void> = async () => {}): void {
+/** Time after the grace period for saving the journal and closing sinks, before the process gives up. */
+export const SHUTDOWN_MARGIN_MS = 8_000
+
+/**
+ * SIGTERM/SIGINT: stop accepting, let the exporter finish or save what is pending within its
+ * grace period, then exit 0. Past grace plus a margin something hangs: exit 1.
+ */
+export function onShutdown(logger: Logger, apps: FastifyInstance[], drain: () => Promise<void> = async () => {}, graceMs = 20_000): void {
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
-    logger.info({ signal }, 'shutting down')
-    const deadline = setTimeout(() => process.exit(1), 25_000)
+    logger.info({ signal, graceMs }, 'shutting down')
+    const deadline = setTimeout(() => {
+      logger.error({ afterMs: graceMs + SHUTDOWN_MARGIN_MS }, 'shutdown did not finish in time')
+      process.exit(1)
+    }, graceMs + SHUTDOWN_MARGIN_MS)
     deadline.unref()
     try {
       await Promise.all(apps.map((a) => a.close()))

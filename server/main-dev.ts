@@ -1,7 +1,7 @@
 // npm start: hooks and exporter in one process, with the embedded default sink (a local Git
 // repository under KOLLECT_DATA_DIR). No cluster and no external server needed.
 import { createPluralResolver } from './discovery.js'
-import { createExporter } from './exporter-wiring.js'
+import { createExporter, drainExporter } from './exporter-wiring.js'
 import { buildHooksApp } from './hooks-app.js'
 import { loadKubeConfig } from './kube.js'
 import { configure, guardProcess, onShutdown } from './lifecycle.js'
@@ -12,11 +12,9 @@ const { config, logger } = configure('kollect', process.env, { host: '127.0.0.1'
 guardProcess(logger)
 const metrics = createMetrics()
 const exporter = createExporter(config, logger, metrics)
+// Exports a sink still owed at the last shutdown resume now, before any target re-reports.
+await exporter.restorePending()
 const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(loadKubeConfig()) })
 await app.listen({ port: config.port, host: config.host })
 logger.info({ dataDir: config.dataDir, repo: `${config.dataDir}/repo` }, 'kollect is running (hooks + exporter, embedded default sink)')
-onShutdown(logger, [app], async () => {
-  exporter.flush()
-  await exporter.idle()
-  await exporter.close()
-})
+onShutdown(logger, [app], () => drainExporter(exporter, config.shutdownGraceMs, logger), config.shutdownGraceMs)

@@ -37,6 +37,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
   const hookShed = new Counter({ name: 'kollect_hook_shed_total', help: 'Hook requests refused with 429 (reason requests|bytes|queue) or target syncs stopped by their budget (EvaluationTimeout|ResourceLimit).', labelNames: ['reason'] as const, registers: [hooks] })
   const exports = new Counter({ name: 'kollect_exports_total', help: 'Sink write attempts, by sink (namespace/name) and result (success|failure).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
   const exportDuration = new Histogram({ name: 'kollect_export_duration_seconds', help: 'Time of successful sink writes, by sink.', labelNames: ['sink'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], registers: [exporter] })
+  const driftChecks = new Counter({ name: 'kollect_drift_checks_total', help: 'Drift checks of sinks of record, by sink and result (in-step|drifted|repaired|error).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
   const pending = new Gauge({ name: 'kollect_exports_pending', help: 'Sink snapshots waiting to be written (debounced, in flight or retrying).', registers: [exporter] })
   const lastSuccess = new Map<string, number>()
   new Gauge({
@@ -70,6 +71,9 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
           exportDuration.observe({ sink }, e.durationMs / 1000)
           lastSuccess.set(sink, Date.now())
         }
+      },
+      onDrift(e) {
+        driftChecks.inc({ sink: sinkLabel(e.sink), result: e.result })
       },
       onPendingChange(n) {
         pending.set(n)

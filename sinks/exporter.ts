@@ -4,8 +4,10 @@ import type {
   SinkCheck, SinkExportState, Snapshot, TargetReport,
 } from '../api/types.js'
 import { ItemBudget, UNBOUNDED, type BudgetLimit, type BudgetOptions } from './budget.js'
+import { driftMessage, driftSettings } from './drift.js'
+import type { PendingJournal } from './pending-journal.js'
 import { DEFAULT_BACKOFF, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
-import type { Sink, WriteResult } from './sink.js'
+import type { DriftResult, Sink, WriteResult } from './sink.js'
 
 export interface Clock {
   now(): number
@@ -31,8 +33,17 @@ export interface ExportEvent {
   error?: Error
 }
 
+export interface DriftEvent {
+  sink: ObjectRef
+  inventory: ObjectRef
+  /** in-step: the record holds the export; drifted: it differs and is left (Report); repaired; error: the check failed. */
+  result: 'in-step' | 'drifted' | 'repaired' | 'error'
+  differences: number
+}
+
 export interface ExporterObserver {
   onExport?(event: ExportEvent): void
+  onDrift?(event: DriftEvent): void
   onPendingChange?(pending: number): void
   /** The bytes of items held for a namespace's targets, and in total, after they changed. */
   onHeldChange?(namespace: string, namespaceBytes: number, totalBytes: number): void
@@ -53,6 +64,8 @@ export interface ExporterOptions {
   observer?: ExporterObserver
   /** Bounds on the items held; unbounded when left out. */
   budget?: BudgetOptions
+  /** Where exports that sinks still owe are kept across a restart; none when left out. */
+  journal?: PendingJournal
   log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -73,6 +86,12 @@ interface SinkRuntime {
   retryAt: number | null
   running: Promise<void> | null
   abort: AbortController
+  /** A drift check is owed: after the first confirmed export since start, then every interval. */
+  verifyDue: boolean
+  verified: boolean
+  verifyTimer: unknown
+  /** What the last check found and left (policy Report); null when in step. */
+  drift: DriftResult | null
 }
 
 interface InventoryRuntime {
@@ -86,6 +105,8 @@ interface InventoryRuntime {
   dueAt: number | null
   finalizing: Promise<void> | null
   finalized: boolean
+  /** The journal holds an export of this inventory that some sink still owes. */
+  journaled: boolean
 }
 
 interface PooledSink {
@@ -273,11 +294,48 @@ export class Exporter implements ExporterClient {
     this.closed = true
     for (const inv of this.inventories.values()) {
       this.clock.clearTimeout(inv.timer)
-      for (const s of inv.sinks.values()) s.abort.abort()
+      for (const s of inv.sinks.values()) this.stopRuntime(s)
     }
     await Promise.allSettled([...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)))
     await Promise.allSettled([...this.pool.values()].map(async (p) => (await p.sink).close()))
     this.pool.clear()
+  }
+
+  /**
+   * Resume the exports the journal says sinks still owe, before any target re-reports: each
+   * inventory comes back with its composition and snapshot, and only its owing sinks write.
+   * Call before the exporter takes requests; an inventory it already knows is left alone.
+   */
+  async restorePending(): Promise<number> {
+    const journal = this.options.journal
+    if (!journal) return 0
+    const { entries, problems } = await journal.load()
+    for (const problem of problems) this.log('warn', 'skipped an unreadable pending export', { problem })
+    let restored = 0
+    for (const entry of entries) {
+      const key = refKey(entry.composition.inventory)
+      if (this.inventories.has(key)) continue
+      const inv = this.addInventory(entry.composition)
+      inv.desired = entry.snapshot
+      inv.journaled = true
+      for (const sinkKey of entry.sinks) {
+        const rt = inv.sinks.get(sinkKey)
+        if (!rt) continue
+        rt.pending = entry.snapshot
+        this.drive(inv, rt)
+        restored++
+      }
+      this.log('info', 'resuming a pending export from the journal', { inventory: key, checksum: entry.snapshot.checksum, sinks: entry.sinks })
+    }
+    this.options.observer?.onPendingChange?.(this.pendingCount())
+    return restored
+  }
+
+  /** Write every export a sink still owes to the journal (shutdown); resolves with how many inventories. */
+  async savePending(): Promise<number> {
+    const owing = [...this.inventories.values()].filter((inv) => !inv.finalizing && [...inv.sinks.values()].some((rt) => rt.pending))
+    await Promise.all(owing.map((inv) => this.journalize(inv)))
+    return owing.length
   }
 
   pendingCount(): number {
@@ -295,7 +353,7 @@ export class Exporter implements ExporterClient {
   }
 
   private addInventory(composition: InventoryComposition): InventoryRuntime {
-    const inv: InventoryRuntime = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false }
+    const inv: InventoryRuntime = { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false, journaled: false }
     this.inventories.set(refKey(composition.inventory), inv)
     this.reconcileSinks(inv)
     return inv
@@ -312,7 +370,7 @@ export class Exporter implements ExporterClient {
     for (const [key, rt] of inv.sinks) {
       const w = wanted.get(key)
       if (!w || poolKeyOf(w.resolved) !== rt.poolKey) {
-        rt.abort.abort()
+        this.stopRuntime(rt)
         this.release(rt.poolKey)
         inv.sinks.delete(key)
       }
@@ -321,7 +379,10 @@ export class Exporter implements ExporterClient {
       if (inv.sinks.has(key)) continue
       const poolKey = poolKeyOf(w.resolved)
       this.acquire(poolKey, w.resolved)
-      inv.sinks.set(key, { ref: w.ref, poolKey, resolved: w.resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController() })
+      inv.sinks.set(key, {
+        ref: w.ref, poolKey, resolved: w.resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController(),
+        verifyDue: false, verified: false, verifyTimer: null, drift: null,
+      })
     }
   }
 
@@ -390,11 +451,19 @@ export class Exporter implements ExporterClient {
     this.options.observer?.onPendingChange?.(this.pendingCount())
   }
 
-  /** One writer per sink runtime: it always writes the newest pending snapshot, retrying with backoff. */
+  /**
+   * One writer per sink runtime: it always writes the newest pending snapshot, retrying with
+   * backoff, and runs the sink's drift checks between writes, so a check never sees half an export.
+   */
   private drive(inv: InventoryRuntime, rt: SinkRuntime): void {
     if (rt.running) return
     const run = async () => {
-      while (rt.pending && !rt.abort.signal.aborted) {
+      while (!rt.abort.signal.aborted) {
+        if (!rt.pending) {
+          if (!rt.verifyDue) return
+          await this.verify(inv, rt)
+          continue
+        }
         const snapshot = rt.pending
         const started = this.clock.now()
         try {
@@ -409,6 +478,8 @@ export class Exporter implements ExporterClient {
             onFailedAttempt: (error, attempt) => {
               rt.failing = error.message
               rt.retryAt = this.clock.now() + maxRetryDelayMs(this.backoff, attempt)
+              // A crash from here on must not lose the export: a restart resumes it from the journal.
+              if (attempt === 1) void this.journalize(inv)
               this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'failure', durationMs: this.clock.now() - started, error })
               this.log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
             },
@@ -417,7 +488,10 @@ export class Exporter implements ExporterClient {
           rt.failing = null
           rt.retryAt = null
           if (rt.pending === written.latest) rt.pending = null
+          // The first export since start, or one after drift was found: check the record now.
+          if (!rt.verified || rt.drift) rt.verifyDue = true
           this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'success', durationMs: this.clock.now() - started, written: written.result })
+          if (inv.journaled) this.settleJournal(inv)
         } catch (err) {
           if (!rt.abort.signal.aborted) this.log('error', 'sink writer stopped', { sink: refKey(rt.ref), error: (err as Error).message })
           return
@@ -427,7 +501,88 @@ export class Exporter implements ExporterClient {
     rt.running = run().finally(() => {
       rt.running = null
       this.options.observer?.onPendingChange?.(this.pendingCount())
+      // Work that arrived while the loop was ending would otherwise wait for the next event.
+      if ((rt.pending || rt.verifyDue) && !rt.abort.signal.aborted && !rt.failing) this.drive(inv, rt)
     })
+  }
+
+  /**
+   * Compare what the sink holds with the export it confirmed, and repair or report by its drift
+   * policy. Only a confirmed, current export is checked: a pending one is still being written.
+   */
+  private async verify(inv: InventoryRuntime, rt: SinkRuntime): Promise<void> {
+    rt.verifyDue = false
+    const settings = driftSettings(rt.resolved)
+    const snapshot = inv.desired
+    if (!settings.mode || !snapshot || rt.confirmed?.checksum !== snapshot.checksum) return
+    const event = { sink: rt.ref, inventory: inv.composition.inventory }
+    const fields = { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory) }
+    let sink: Sink
+    try {
+      sink = await this.sinkFor(rt)
+    } catch {
+      return // the next write reports why the sink cannot be built
+    }
+    if (!sink.verify) {
+      rt.verified = true // an event stream keeps no record to drift
+      return
+    }
+    try {
+      const result = await sink.verify(this.forSink(snapshot, rt.resolved), settings.mode)
+      rt.verified = true
+      rt.drift = result.differences > 0 && !result.repaired ? result : null
+      if (result.repaired) {
+        rt.confirmed = { ...rt.confirmed, at: this.clock.now() }
+        this.log('warn', 'repaired drift: the sink held changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
+      } else if (rt.drift) {
+        this.log('warn', 'drift found: the sink holds changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
+      }
+      this.options.observer?.onDrift?.({ ...event, result: result.repaired ? 'repaired' : rt.drift ? 'drifted' : 'in-step', differences: result.differences })
+    } catch (err) {
+      if (rt.abort.signal.aborted) return
+      this.log('warn', 'drift check failed; it runs again at the next interval', { ...fields, error: (err as Error).message })
+      this.options.observer?.onDrift?.({ ...event, result: 'error', differences: 0 })
+    } finally {
+      if (!rt.abort.signal.aborted) {
+        this.clock.clearTimeout(rt.verifyTimer)
+        rt.verifyTimer = this.clock.setTimeout(() => {
+          rt.verifyTimer = null
+          rt.verifyDue = true
+          this.drive(inv, rt)
+        }, settings.intervalMs)
+      }
+    }
+  }
+
+  private stopRuntime(rt: SinkRuntime): void {
+    rt.abort.abort()
+    this.clock.clearTimeout(rt.verifyTimer)
+    rt.verifyTimer = null
+  }
+
+  /** A sink confirmed: the journal entry goes once no sink owes the export, else it lists fewer sinks. */
+  private settleJournal(inv: InventoryRuntime): void {
+    if ([...inv.sinks.values()].some((s) => s.pending)) {
+      void this.journalize(inv)
+      return
+    }
+    inv.journaled = false
+    void this.options.journal?.remove(inv.composition.inventory).catch((err: Error) => this.log('warn', 'could not remove a pending export from the journal', { error: err.message }))
+  }
+
+  private async journalize(inv: InventoryRuntime): Promise<void> {
+    const journal = this.options.journal
+    const owing = [...inv.sinks.entries()].filter(([, rt]) => rt.pending)
+    // The newest snapshot is what every owing sink writes next: a writer always takes the latest.
+    const snapshot = inv.desired
+    if (!journal || !snapshot || owing.length === 0) return
+    // Set before the write: a confirmation or a finalize meanwhile queues its update behind it.
+    inv.journaled = true
+    try {
+      await journal.save({ composition: inv.composition, snapshot, sinks: owing.map(([key]) => key) })
+    } catch (err) {
+      this.log('error', 'could not save a pending export to the journal', { inventory: refKey(inv.composition.inventory), error: (err as Error).message })
+    }
   }
 
   /** The pooled sink; a failed creation (missing secret, bad config) is tried again next time. */
@@ -452,7 +607,7 @@ export class Exporter implements ExporterClient {
 
   private async runFinalize(inv: InventoryRuntime): Promise<void> {
     // Stop writers first, so a retrying write cannot land after the delete.
-    for (const rt of inv.sinks.values()) rt.abort.abort()
+    for (const rt of inv.sinks.values()) this.stopRuntime(rt)
     await Promise.allSettled([...inv.sinks.values()].map((rt) => rt.running))
     const failures: string[] = []
     await Promise.all([...inv.sinks.values()].map(async (rt) => {
@@ -469,12 +624,16 @@ export class Exporter implements ExporterClient {
     }))
     for (const rt of inv.sinks.values()) rt.abort = new AbortController()
     if (failures.length > 0) throw new Error(failures.join('; '))
+    if (inv.journaled) {
+      inv.journaled = false
+      await this.options.journal?.remove(inv.composition.inventory)
+    }
   }
 
   private dropInventory(key: string, inv: InventoryRuntime): void {
     this.clock.clearTimeout(inv.timer)
     for (const rt of inv.sinks.values()) {
-      rt.abort.abort()
+      this.stopRuntime(rt)
       this.release(rt.poolKey)
     }
     this.inventories.delete(key)
@@ -487,10 +646,10 @@ export class Exporter implements ExporterClient {
         const s: SinkExportState = {
           namespace: rt.ref.namespace,
           name: rt.ref.name,
-          state: rt.failing ? 'Failing' : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending' : 'Synced',
+          state: rt.failing ? 'Failing' : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending' : rt.drift ? 'Drifted' : 'Synced',
           checksum: rt.confirmed?.checksum ?? '',
           itemCount: rt.confirmed?.itemCount ?? 0,
-          message: rt.failing ?? (rt.confirmed ? '' : missing.length > 0 ? 'waiting for targets to report' : inv.composition.suspend ? 'suspended' : 'waiting for the first export'),
+          message: rt.failing ?? (rt.confirmed ? (rt.drift && !rt.pending ? driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs) : '') : rt.pending && inv.journaled ? 'resuming the export pending at the last shutdown' : missing.length > 0 ? 'waiting for targets to report' : inv.composition.suspend ? 'suspended' : 'waiting for the first export'),
         }
         if (rt.confirmed) s.lastExportTime = new Date(rt.confirmed.at).toISOString().replace(/\.\d{3}Z$/, 'Z')
         return s

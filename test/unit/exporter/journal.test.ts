@@ -1,0 +1,90 @@
+// The pending-export journal: what a sink still owes survives a shutdown or a crash, and a new
+// exporter resumes it before any target re-reports (issue 16, finding 5).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { PendingJournal } from '../../../sinks/pending-journal.js'
+import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, T1 } from './harness.js'
+
+async function journalDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'kollect-journal-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+const SINKS = [resolvedSink('healthy'), resolvedSink('down')]
+
+test('journal: a sink that starts failing is journaled at once; a new exporter resumes it alone, before any report', LIMIT, async (t) => {
+  const dir = await journalDir(t)
+  const first = harness(t, { journal: new PendingJournal(dir) })
+  await first.exporter.applyInventory(composition({ sinks: SINKS }))
+  first.factory.sink('team-a/down').failNextWrites(Infinity)
+  const items = itemsOf(T1, 4)
+  await first.exporter.reportTarget(report(T1, items))
+  first.clock.advance(2_000)
+  await eventually(() => first.factory.sink('team-a/healthy').writes.length === 1, 'the healthy export')
+  await eventually(() => first.factory.sink('team-a/down').attempts.length >= 2, 'the failing sink retrying')
+  // Not closed: as after kill -9, only what the first failure wrote is on disk.
+  await new Promise((r) => setTimeout(r, 50))
+  assert.equal((await readdir(dir)).length, 1, 'one journal file for the inventory')
+
+  const second = harness(t, { journal: new PendingJournal(dir) })
+  assert.equal(await second.exporter.restorePending(), 1, 'one sink owes the export')
+  const resumed = second.exporter.inventoryState(INV)
+  assert.equal(resumed?.sinks.find((s) => s.name === 'down')?.message, 'resuming the export pending at the last shutdown')
+  await eventually(() => second.factory.all('team-a/down').some((s) => s.writes.length === 1), 'the owed export, with no target report')
+  assert.equal(second.factory.sink('team-a/down').writes[0]?.checksum, expected(items).checksum)
+  assert.equal(second.factory.all('team-a/healthy').flatMap((s) => s.attempts).length, 0, 'a sink that confirmed is not written again')
+  await eventually(() => second.exporter.pendingCount() === 0, 'nothing pending')
+  // The file goes once every sink confirmed.
+  const deadline = Date.now() + 2_000
+  while ((await readdir(dir)).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+  assert.deepEqual(await readdir(dir), [])
+  await first.exporter.close()
+})
+
+test('journal: savePending at shutdown keeps the newest snapshot a failing sink owes', LIMIT, async (t) => {
+  const dir = await journalDir(t)
+  const journal = new PendingJournal(dir)
+  const { clock, factory, exporter } = harness(t, { journal })
+  await exporter.applyInventory(composition())
+  factory.sink('team-a/primary').failNextWrites(Infinity)
+  await exporter.reportTarget(report(T1, itemsOf(T1, 2)))
+  clock.advance(2_000)
+  await eventually(() => factory.sink('team-a/primary').attempts.length >= 1, 'a failing attempt')
+  const newer = itemsOf(T1, 3)
+  await exporter.reportTarget(report(T1, newer))
+  clock.advance(2_000)
+  assert.equal(await exporter.savePending(), 1)
+  await exporter.close()
+  const { entries, problems } = await journal.load()
+  assert.deepEqual(problems, [])
+  assert.equal(entries.length, 1)
+  assert.equal(entries[0]?.snapshot.checksum, expected(newer).checksum)
+  assert.deepEqual(entries[0]?.sinks, ['team-a/primary'])
+})
+
+test('journal: a torn or foreign file is reported and skipped; finalize removes the entry', LIMIT, async (t) => {
+  const dir = await journalDir(t)
+  const journal = new PendingJournal(dir)
+  await writeFile(path.join(dir, 'torn.json'), '{"version":1,"composition":')
+  const { clock, factory, exporter, logs } = harness(t, { journal })
+  assert.equal(await exporter.restorePending(), 0)
+  assert.match(String(logs.find((l) => l.msg === 'skipped an unreadable pending export')?.fields?.['problem']), /^torn\.json: /)
+
+  const comp = composition({ sinks: [resolvedSink('primary', { deletionPolicy: 'Retain' })] })
+  await exporter.applyInventory(comp)
+  factory.sink('team-a/primary').failNextWrites(Infinity)
+  await exporter.reportTarget(report(T1, itemsOf(T1, 2)))
+  clock.advance(2_000)
+  await eventually(() => factory.sink('team-a/primary').attempts.length >= 1, 'a failing attempt')
+  const files = async () => (await readdir(dir)).filter((n) => n !== 'torn.json')
+  const deadline = Date.now() + 2_000
+  while ((await files()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+  assert.equal((await files()).length, 1)
+  const done = await exporter.finalizeInventory(comp)
+  assert.equal(done.finalized, true)
+  assert.deepEqual(await files(), [], 'a finalized inventory owes nothing')
+})
