@@ -19,6 +19,7 @@ import { startPostgres, type PgServer } from '../test/support/postgres.js'
 import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from '../test/support/process.js'
 
 const TOKEN = 'e2e-token-0123456789'
+const SHUTDOWN_GRACE_MS = 3_000
 const auth = { Authorization: `Bearer ${TOKEN}` }
 
 let root: string
@@ -111,6 +112,7 @@ before(async () => {
     KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
     KOLLECT_SECRET_TEAM_A__PG_CREDS__DSN: pg.dsn,
     KOLLECT_LOG_LEVEL: 'info',
+    KOLLECT_SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
   }
   exporter = startExporter()
   hooks = startServerProcess(process.execPath, [path.join(ROOT, 'dist/server/main-hooks.js')], path.join(root, 'hooks.log'), env)
@@ -192,6 +194,54 @@ test('an exporter restart before a target re-reports deletes nothing and writes 
   assert.deepEqual(await exportCommits(), commits)
   assert.equal((await streamSubjects()).length, events)
   assert.equal(await pgCount('SELECT count(*) AS n FROM kollect_items_snapshots'), snapshots)
+})
+
+test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next start writes the owed export before any target re-reports', async () => {
+  const commits = await exportCommits()
+  const events = (await streamSubjects()).length
+  await pg.stop()
+  let down = true
+  try {
+    // The image goes back: git and NATS take it, PostgreSQL cannot.
+    await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
+    let owed: InventoryStatus | undefined
+    await pollUntil('portal-db Failing, the others Synced', async () => {
+      owed = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
+      return JSON.stringify(owed.sinks.map((x) => [x.name, x.state])) === JSON.stringify([['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Failing']])
+    }, { timeoutMs: 30_000, proc: exporter }).catch((err: Error) => { throw new Error(`${err.message}\nlast status: ${JSON.stringify(owed)}\n${exporter.logTail()}`) })
+    const checksum = (owed as InventoryStatus).checksum
+    assert.equal((await exportCommits()).length, commits.length + 1)
+
+    const started = Date.now()
+    exporter.signalGroup('SIGTERM')
+    const exit = await Promise.race([exporter.exited, new Promise<string>((r) => setTimeout(() => r('still running'), SHUTDOWN_GRACE_MS + 10_000))])
+    const tookMs = Date.now() - started
+    assert.equal(exit, 'exit 0', `shutdown with a failing sink is clean, not the hard deadline\n${exporter.logTail()}`)
+    assert.ok(tookMs >= SHUTDOWN_GRACE_MS - 500 && tookMs < SHUTDOWN_GRACE_MS + 5_000, `shutdown waited the grace period for the failing sink, then stopped: ${tookMs} ms`)
+    assert.match(exporter.logTail(5), /exports still pending at shutdown were saved/)
+    const { readdirSync } = await import('node:fs')
+    assert.equal(readdirSync(path.join(root, 'data', 'pending')).length, 1, 'one inventory owes an export')
+
+    await pg.start()
+    down = false
+    exporter = startExporter()
+    await pollUntil('hooks ready again', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: exporter })
+    // No target sync: the exporter learned of the owed export from its journal alone.
+    await pollUntil('the owed snapshot in PostgreSQL', async () =>
+      (await pgCount(`SELECT count(*) AS n FROM kollect_items_snapshots WHERE checksum = '${checksum}'`)) === 1, { timeoutMs: 30_000, proc: exporter })
+      .catch((err: Error) => { throw new Error(`${err.message}\n${exporter.logTail()}`) })
+    assert.match(exporter.logTail(40), /resuming a pending export from the journal/)
+    await pollUntil('the journal entry removed once the export is confirmed', async () => readdirSync(path.join(root, 'data', 'pending')).length === 0, { timeoutMs: 5_000, proc: exporter })
+    assert.equal((await exportCommits()).length, commits.length + 1, 'git, which had the export, is not written again')
+    assert.equal((await streamSubjects()).length, events + 2, 'NATS, which had the export, is not written again')
+    const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
+    assert.equal(waiting.conditions.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets', 'new exports still wait for every target')
+    await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
+    const synced = await waitSynced()
+    assert.equal(synced.checksum, checksum)
+  } finally {
+    if (down) await pg.start()
+  }
 })
 
 test('a sink whose server is down is Ready but Unreachable, with the reason and no password', async () => {
