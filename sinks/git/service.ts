@@ -11,8 +11,6 @@ import type { FilePlan } from './encode.js'
 
 // I/O only: git commands and the working tree. Which commits to make is decided by the sink.
 
-/** git knows this object in every SHA-1 repository without it being written. */
-const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904'
 /** A git process that prints nothing for this long is stuck (a dead connection) and is killed. */
 const SILENCE_TIMEOUT_MS = 5 * 60_000
 const IO_BATCH = 64
@@ -234,8 +232,11 @@ export class GitRepository {
   private async fetchOrCreateBranch(): Promise<void> {
     const { branch } = this.settings
     if (!(await this.fetch())) {
+      // git knows the empty tree without storing it, so commit-tree on its well-known id leaves a
+      // commit whose tree is missing from the object store (git fsck fails). Written, it is real.
+      const emptyTree = (await this.run('hash-object', ['hash-object', '-w', '-t', 'tree', '/dev/null'])).trim()
       const initial = (
-        await this.run('commit-tree', ['commit-tree', EMPTY_TREE, '-m', `kollect: initialise ${branch}`])
+        await this.run('commit-tree', ['commit-tree', emptyTree, '-m', `kollect: initialise ${branch}`])
       ).trim()
       // Rejected means another writer created the branch first; theirs is as good as ours.
       await this.push(`${initial}:refs/heads/${branch}`)
