@@ -7,6 +7,7 @@ import { parseItem, parseSnapshotItems } from '../document.js'
 import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
+import type { ObjectFormat } from './drift.js'
 import type { FilePlan } from './encode.js'
 
 // I/O only: git commands and the working tree. Which commits to make is decided by the sink.
@@ -135,6 +136,7 @@ export class GitRepository {
   readonly dir: string
   private readonly env: Record<string, string>
   private git: SimpleGit | undefined
+  private format: ObjectFormat | undefined
 
   constructor(
     private readonly settings: GitSettings,
@@ -275,9 +277,47 @@ export class GitRepository {
     return status
   }
 
-  /** Object id of a path at HEAD ("" when absent): equal ids mean equal content. */
-  async objectId(relPath: string): Promise<string> {
-    return this.resolve(`HEAD:${relPath}`)
+  /** Object id of a path at HEAD or at a commit ("" when absent): equal ids mean equal content. */
+  async objectId(relPath: string, rev = 'HEAD'): Promise<string> {
+    return rev === '' ? '' : this.resolve(`${rev}:${relPath}`)
+  }
+
+  /**
+   * The branch tip as the store holds it now ("" while the branch has no commit): for a remote,
+   * its branch just fetched. Reads only: no branch is created and the working tree stays as it is.
+   */
+  async currentTip(): Promise<string> {
+    await this.open()
+    const { branch } = this.settings
+    if (!this.remote) return this.resolve(`refs/heads/${branch}`)
+    return (await this.fetch()) ? this.resolve(`refs/remotes/origin/${branch}`) : ''
+  }
+
+  /** Object id of every file under dir at a commit, by path. */
+  async fileIds(rev: string, dir: string): Promise<Map<string, string>> {
+    const ids = new Map<string, string>()
+    for (const entry of (await this.run('ls-tree', ['ls-tree', '-r', '-z', rev, '--', dir])).split('\0')) {
+      // "<mode> <type> <id>\t<path>"
+      const tab = entry.indexOf('\t')
+      if (tab < 0) continue
+      const [, type, id] = entry.slice(0, tab).split(' ')
+      if (type === 'blob' && id) ids.set(entry.slice(tab + 1), id)
+    }
+    return ids
+  }
+
+  async readBlob(id: string): Promise<string> {
+    return this.run('cat-file', ['cat-file', 'blob', id])
+  }
+
+  /** The hash git names objects with in this repository. */
+  async objectFormat(): Promise<ObjectFormat> {
+    if (this.format === undefined) {
+      await this.open()
+      const format = (await this.run('rev-parse', ['rev-parse', '--show-object-format'])).trim()
+      this.format = format === 'sha256' ? 'sha256' : 'sha1'
+    }
+    return this.format
   }
 
   async head(): Promise<string> {

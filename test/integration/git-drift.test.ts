@@ -1,17 +1,236 @@
 import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { buildSnapshot } from '../../api/canonical.js'
-import type { Item, ObjectRef } from '../../api/types.js'
+import { buildSnapshot, itemKey } from '../../api/canonical.js'
+import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
+import { renderItem, renderSnapshot } from '../../sinks/document.js'
+import { itemPath } from '../../sinks/git/encode.js'
 import { createGitSink } from '../../sinks/git/index.js'
-import { makeItems } from '../support/items.js'
-import { createBareRemote, git, gitSinkOptions, tempDir, withSink } from '../support/git.js'
+import { defaultSinkOptions } from '../../sinks/registry.js'
+import type { DriftMode, DriftResult, Sink } from '../../sinks/sink.js'
+import { bumpReplicas, makeItems } from '../support/items.js'
+import {
+  changedLines,
+  cloneRemote,
+  createBareRemote,
+  git,
+  gitLog,
+  gitSinkOptions,
+  listTree,
+  numstat,
+  pushFromOtherWriterAfterCommit,
+  showFile,
+  tempDir,
+  withSink,
+} from '../support/git.js'
+
+// Issue 16, finding 3: another writer changes the record behind Kollect's back, and a resync
+// with unchanged input must be able to see it and put the snapshot back.
 
 const INVENTORY: ObjectRef = { namespace: 'team-a', name: 'deployments' }
+const DOCUMENT = 'inventory/lab-west/team-a/deployments.json'
+const RESOURCE_DIR = 'inventory/lab-west/team-a/deployments'
 
 function snapshot(items: readonly Item[]) {
   return buildSnapshot(INVENTORY, 'lab-west', items)
 }
+
+function verify(sink: Sink, snap: Snapshot, mode: DriftMode): Promise<DriftResult> {
+  assert.ok(sink.verify, 'the git sink implements verify')
+  return sink.verify(snap, mode)
+}
+
+/** The document as another writer leaves it after setting one item's replicas by hand (checksum line untouched). */
+function handEdited(snap: Snapshot, index: number, replicas: number): string {
+  return renderSnapshot({ ...snap, items: snap.items.map((item, i) => (i === index ? bumpReplicas(item, replicas) : item)) })
+}
+
+async function head(dir: string, ref = 'main'): Promise<string> {
+  return (await git(dir, 'rev-parse', ref)).trim()
+}
+
+async function remoteSetup(t: { after(fn: () => Promise<void>): void }, layout: 'document' | 'perResource' = 'document') {
+  const root = await tempDir(t)
+  const remote = await createBareRemote(root)
+  const dataDir = path.join(root, 'data')
+  const sink = withSink(t, createGitSink(gitSinkOptions(dataDir, { url: remote, layout })))
+  return { root, remote, work: path.join(dataDir, 'work'), sink }
+}
+
+/** Another writer's clone: `change` edits its files, then everything is committed and pushed. */
+async function otherWriterPushes(root: string, remote: string, change: (dir: string) => Promise<void>): Promise<string> {
+  const other = await cloneRemote(remote, path.join(root, `other-${Math.random().toString(36).slice(2)}`))
+  await change(other)
+  await git(other, 'add', '-A')
+  await git(other, 'commit', '-q', '-m', 'hand edit')
+  await git(other, 'push', '-q', 'origin', 'HEAD:main')
+  return other
+}
+
+describe('git sink drift, remote', () => {
+  it('document: a hand edit is reported without writing, repaired as one commit, then in step', async (t) => {
+    const { root, remote, sink } = await remoteSetup(t)
+    const snap = snapshot(makeItems(5))
+    await sink.write(snap)
+    await otherWriterPushes(root, remote, (dir) => writeFile(path.join(dir, DOCUMENT), handEdited(snap, 2, 77)))
+    const edited = await head(remote)
+
+    const key = itemKey(snap.items[2] as Item)
+    assert.deepEqual(await verify(sink, snap, 'report'), { differences: 1, examples: [key], repaired: false })
+    assert.equal(await head(remote), edited, 'report wrote nothing')
+
+    assert.deepEqual(await verify(sink, snap, 'repair'), { differences: 1, examples: [key], repaired: true })
+    const log = await gitLog(remote, 'main')
+    assert.equal(log[1]?.sha, edited, 'exactly one commit on top of the hand edit')
+    assert.equal(log[0]?.subject, 'kollect: repair drift in team-a/deployments (1 items)')
+    assert.equal(log[0]?.author, 'kollect <kollect@kollect.dev>')
+    assert.equal(log[0]?.trailers['Kollect-Checksum'], snap.checksum)
+    const replicas = (snap.items[2] as Item).attributes.replicas as number
+    assert.deepEqual(await changedLines(remote, edited, 'main'), ['-        "replicas": 77,', `+        "replicas": ${replicas},`])
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snap))
+
+    const repaired = await head(remote)
+    assert.deepEqual(await verify(sink, snap, 'report'), { differences: 0, examples: [], repaired: false })
+    assert.deepEqual(await verify(sink, snap, 'repair'), { differences: 0, examples: [], repaired: false })
+    assert.deepEqual(await sink.write(snap), { added: 0, changed: 0, removed: 0 })
+    assert.equal(await head(remote), repaired, 'no commit once in step')
+  })
+
+  it('document: after a report finds drift, an ordinary write of the same snapshot restores it', async (t) => {
+    const { root, remote, sink } = await remoteSetup(t)
+    const snap = snapshot(makeItems(4))
+    await sink.write(snap)
+    await otherWriterPushes(root, remote, (dir) => writeFile(path.join(dir, DOCUMENT), handEdited(snap, 0, 77)))
+
+    assert.equal((await verify(sink, snap, 'report')).differences, 1)
+    assert.deepEqual(await sink.write(snap), { added: 0, changed: 1, removed: 0 })
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snap))
+    assert.equal((await verify(sink, snap, 'report')).differences, 0)
+  })
+
+  it('document: added, removed and header edits are counted per item, the header once, examples capped at five', async (t) => {
+    const { root, remote, sink } = await remoteSetup(t)
+    const snap = snapshot(makeItems(10))
+    const items = snap.items
+    await sink.write(snap)
+    // Theirs: items 0-1 gone, items 2-7 edited, two items we never had, and a checksum of their own.
+    const theirs = [...items.slice(2).map((item, i) => (i < 6 ? bumpReplicas(item, 70 + i) : item)), ...makeItems(2, 100)]
+    await otherWriterPushes(root, remote, (dir) => writeFile(path.join(dir, DOCUMENT), renderSnapshot(snapshot(theirs))))
+
+    const found = await verify(sink, snap, 'report')
+    assert.equal(found.differences, 2 + 6 + 2 + 1)
+    assert.deepEqual(found.examples, items.slice(0, 5).map(itemKey))
+    assert.equal(found.repaired, false)
+
+    assert.equal((await verify(sink, snap, 'repair')).repaired, true)
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snap))
+  })
+
+  it('document: a deleted document is drift of every item plus the header, and the repair brings it back', async (t) => {
+    const { root, remote, sink } = await remoteSetup(t)
+    const snap = snapshot(makeItems(2))
+    await sink.write(snap)
+    await otherWriterPushes(root, remote, (dir) => rm(path.join(dir, DOCUMENT)))
+
+    assert.deepEqual(await verify(sink, snap, 'report'), {
+      differences: 3,
+      examples: [...snap.items.map(itemKey), DOCUMENT],
+      repaired: false,
+    })
+    assert.equal((await verify(sink, snap, 'repair')).repaired, true)
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snap))
+  })
+
+  it('perResource: an edited file, a stray file and a deleted file are found and repaired in one commit', async (t) => {
+    const { root, remote, sink } = await remoteSetup(t, 'perResource')
+    const snap = snapshot(makeItems(4))
+    const items = snap.items
+    await sink.write(snap)
+    const [edited, , deleted] = items as [Item, Item, Item]
+    const stray = `${RESOURCE_DIR}/team-a/stray.json`
+    await otherWriterPushes(root, remote, async (dir) => {
+      await writeFile(path.join(dir, itemPath(RESOURCE_DIR, edited)), renderItem(bumpReplicas(edited, 77)))
+      await rm(path.join(dir, itemPath(RESOURCE_DIR, deleted)))
+      await mkdir(path.dirname(path.join(dir, stray)), { recursive: true })
+      await writeFile(path.join(dir, stray), '{}\n')
+    })
+    const before = await head(remote)
+
+    const expected = { differences: 3, examples: [itemKey(edited), itemKey(deleted), stray] }
+    assert.deepEqual(await verify(sink, snap, 'report'), { ...expected, repaired: false })
+    assert.equal(await head(remote), before, 'report wrote nothing')
+
+    assert.deepEqual(await verify(sink, snap, 'repair'), { ...expected, repaired: true })
+    const log = await gitLog(remote, 'main')
+    assert.equal(log[1]?.sha, before, 'exactly one commit')
+    assert.equal(log[0]?.subject, 'kollect: repair drift in team-a/deployments (3 items)')
+    const touched = (await numstat(remote, before, 'main')).map((row) => row.path).sort()
+    assert.deepEqual(touched, [itemPath(RESOURCE_DIR, edited), itemPath(RESOURCE_DIR, deleted), stray].sort())
+    assert.deepEqual((await listTree(remote, 'main', RESOURCE_DIR)).sort(), items.map((item) => itemPath(RESOURCE_DIR, item)).sort())
+    for (const item of items) assert.equal(await showFile(remote, 'main', itemPath(RESOURCE_DIR, item)), renderItem(item))
+
+    const repaired = await head(remote)
+    assert.deepEqual(await verify(sink, snap, 'repair'), { differences: 0, examples: [], repaired: false })
+    assert.deepEqual(await sink.write(snap), { added: 0, changed: 0, removed: 0 })
+    assert.equal(await head(remote), repaired)
+  })
+
+  it('a repair whose push loses the race is rebased like an export: both commits land', async (t) => {
+    const { root, remote, work, sink } = await remoteSetup(t)
+    const snap = snapshot(makeItems(3))
+    await sink.write(snap)
+    await otherWriterPushes(root, remote, (dir) => writeFile(path.join(dir, DOCUMENT), handEdited(snap, 1, 77)))
+    const racer = await cloneRemote(remote, path.join(root, 'racer'))
+    await writeFile(path.join(racer, 'README.md'), 'written by a person\n')
+    await git(racer, 'add', 'README.md')
+    await git(racer, 'commit', '-q', '-m', 'docs: readme')
+    await pushFromOtherWriterAfterCommit(work, racer, 'once')
+
+    assert.equal((await verify(sink, snap, 'repair')).repaired, true)
+    assert.ok(existsSync(path.join(work, '.git', 'other-writer-pushed')), 'the other writer did push in between')
+    const subjects = (await gitLog(remote, 'main')).map((entry) => entry.subject)
+    assert.deepEqual(subjects.slice(0, 3), ['kollect: repair drift in team-a/deployments (1 items)', 'docs: readme', 'hand edit'])
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snap))
+  })
+
+  it('a remote without the branch: report says every item is missing and creates nothing', async (t) => {
+    const { remote, sink } = await remoteSetup(t)
+    const snap = snapshot(makeItems(2))
+    assert.equal((await verify(sink, snap, 'report')).differences, 3)
+    assert.equal((await git(remote, 'branch', '--list')).trim(), '', 'no branch created')
+  })
+})
+
+describe('git sink drift, embedded default (local repository)', () => {
+  it('an edit committed in the repository by hand is found and repaired', async (t) => {
+    const root = await tempDir(t)
+    const options = defaultSinkOptions(root)
+    const repo = options.dataDir
+    const sink = withSink(t, createGitSink(options))
+    const snap = snapshot(makeItems(5))
+    await sink.write(snap)
+    await writeFile(path.join(repo, DOCUMENT), handEdited(snap, 4, 77))
+    await git(repo, 'commit', '-q', '-am', 'hand edit')
+    const edited = await head(repo)
+
+    const key = itemKey(snap.items[4] as Item)
+    assert.deepEqual(await verify(sink, snap, 'report'), { differences: 1, examples: [key], repaired: false })
+    assert.equal(await head(repo), edited)
+    assert.equal(await readFile(path.join(repo, DOCUMENT), 'utf8'), handEdited(snap, 4, 77), 'report leaves the working tree alone')
+
+    assert.deepEqual(await verify(sink, snap, 'repair'), { differences: 1, examples: [key], repaired: true })
+    assert.equal((await git(repo, 'rev-parse', 'HEAD~1')).trim(), edited)
+    assert.equal((await gitLog(repo))[0]?.subject, 'kollect: repair drift in team-a/deployments (1 items)')
+    assert.equal(await showFile(repo, 'HEAD', DOCUMENT), renderSnapshot(snap))
+    assert.equal((await git(repo, 'status', '--porcelain')).trim(), '')
+
+    const repaired = await head(repo)
+    assert.deepEqual(await verify(sink, snap, 'repair'), { differences: 0, examples: [], repaired: false })
+    assert.equal(await head(repo), repaired)
+  })
+})
 
 describe('git sink object store', () => {
   it('after the first export to an empty remote, git fsck --full passes in the clone and in the remote', async (t) => {
