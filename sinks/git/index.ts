@@ -176,13 +176,15 @@ export function createGitSink(opts: SinkOptions): Sink {
     const managed = managedFor(snapshot.inventory, snapshot.cluster)
     // The check reads objects at the fetched tip and leaves the working tree alone; only a
     // repair pays for bringing the tree to the tip.
-    const checked = await compare(managed, snapshot, await repo.currentTip())
+    const tip = await repo.currentTip()
+    const checked = await compare(managed, snapshot, tip)
     recordCheck(managed, snapshot, checked.objectId, checked.drift)
     let drift = checked.drift
     if (mode === 'report' || drift.differences === 0) return { differences: drift.differences, examples: drift.examples, repaired: false }
     const staged = await publish(managed, async () => {
-      // The tip may have moved since the check (and moves again on a rebase retry): compare anew.
-      const now = await compare(managed, snapshot, await repo.head())
+      // The tip may have moved since the check (and moves again on a rebase retry): then compare anew.
+      const head = await repo.head()
+      const now = head === tip ? checked : await compare(managed, snapshot, head)
       drift = now.drift
       recordCheck(managed, snapshot, now.objectId, drift)
       if (drift.differences === 0) return undefined

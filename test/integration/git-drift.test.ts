@@ -6,6 +6,7 @@ import { describe, it } from 'node:test'
 import { buildSnapshot, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
 import { renderItem, renderSnapshot } from '../../sinks/document.js'
+import { blobId } from '../../sinks/git/drift.js'
 import { itemPath } from '../../sinks/git/encode.js'
 import { createGitSink } from '../../sinks/git/index.js'
 import { defaultSinkOptions } from '../../sinks/registry.js'
@@ -203,6 +204,46 @@ describe('git sink drift, remote', () => {
   })
 })
 
+describe('git sink drift, serialised and measured', () => {
+  it('a verify issued during an export waits for it: it sees the exported snapshot in step', async (t) => {
+    const { sink } = await remoteSetup(t)
+    await sink.write(snapshot(makeItems(50)))
+    const next = snapshot(makeItems(50, 1))
+    // Not awaited: both calls are queued at once; interleaved, the check would read the old tip.
+    const [written, found] = await Promise.all([sink.write(next), verify(sink, next, 'report')])
+    assert.deepEqual(written, { added: 1, changed: 0, removed: 1 })
+    assert.deepEqual(found, { differences: 0, examples: [], repaired: false })
+  })
+
+  it('10k items, document: verify costs a fraction of the initial export', async (t) => {
+    const { root, remote, sink } = await remoteSetup(t)
+    const snap = snapshot(makeItems(10_000))
+    let started = performance.now()
+    await sink.write(snap)
+    const exportMs = performance.now() - started
+
+    started = performance.now()
+    assert.equal((await verify(sink, snap, 'report')).differences, 0)
+    const inStepMs = performance.now() - started
+
+    await otherWriterPushes(root, remote, (dir) => writeFile(path.join(dir, DOCUMENT), handEdited(snap, 5_000, 77)))
+    started = performance.now()
+    assert.equal((await verify(sink, snap, 'report')).differences, 1)
+    const driftMs = performance.now() - started
+    started = performance.now()
+    assert.equal((await verify(sink, snap, 'repair')).repaired, true)
+    const repairMs = performance.now() - started
+
+    const ratio = (ms: number): string => `${ms.toFixed(0)} ms (${(ms / exportMs).toFixed(2)}x)`
+    t.diagnostic(
+      `10k document: initial export ${exportMs.toFixed(0)} ms; verify in step ${ratio(inStepMs)}, ` +
+        `verify finding 1 drifted item ${ratio(driftMs)}, repair ${ratio(repairMs)}`,
+    )
+    // In step, a verify is a fetch and one object id: far below an export that writes 10k items.
+    assert.ok(inStepMs < exportMs, `verify ${inStepMs} ms, export ${exportMs} ms`)
+  })
+})
+
 describe('git sink drift, embedded default (local repository)', () => {
   it('an edit committed in the repository by hand is found and repaired', async (t) => {
     const root = await tempDir(t)
@@ -233,6 +274,14 @@ describe('git sink drift, embedded default (local repository)', () => {
 })
 
 describe('git sink object store', () => {
+  it('blobId names a file as git does, so an in-step file is recognised without reading it', async (t) => {
+    const dir = await tempDir(t)
+    for (const text of ['', 'a\n', renderSnapshot(snapshot(makeItems(3))), 'ünïcødé\n']) {
+      await writeFile(path.join(dir, 'f'), text)
+      assert.equal(blobId(text, 'sha1'), (await git(dir, 'hash-object', 'f')).trim())
+    }
+  })
+
   it('after the first export to an empty remote, git fsck --full passes in the clone and in the remote', async (t) => {
     const root = await tempDir(t)
     const remote = await createBareRemote(root)
