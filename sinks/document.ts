@@ -46,6 +46,14 @@ export function renderItem(item: Item): string {
  * treat undefined as "holds nothing": a corrupt file is overwritten, never a reason to stop.
  */
 export function parseSnapshotItems(text: string, format: DocumentFormat = 'json'): Item[] | undefined {
+  return parseSnapshotDocument(text, format)?.items
+}
+
+/** parseSnapshotItems, plus the rest of the document (checksum, counts) for callers that compare it. */
+export function parseSnapshotDocument(
+  text: string,
+  format: DocumentFormat = 'json',
+): { items: Item[]; envelope: Record<string, unknown> } | undefined {
   let value: unknown
   try {
     value = format === 'json' ? JSON.parse(text) : YAML.parse(text)
@@ -58,7 +66,7 @@ export function parseSnapshotItems(text: string, format: DocumentFormat = 'json'
     if (!isItem(item)) return undefined
     items.push(item)
   }
-  return items
+  return { items, envelope: { ...value, items: undefined } }
 }
 
 export function parseItem(text: string): Item | undefined {

@@ -60,6 +60,19 @@ export function writeMessage(snapshot: Snapshot, counts: WriteResult): string[] 
   ]
 }
 
+/** A repair says so, and carries the same trailers as the export it restores. */
+export function repairMessage(snapshot: Snapshot, differences: number): string[] {
+  const ref = refText(snapshot.inventory)
+  return [
+    `kollect: repair drift in ${ref} (${differences} items)`,
+    trailers([
+      ['Kollect-Inventory', ref],
+      ['Kollect-Cluster', snapshot.cluster],
+      ['Kollect-Checksum', snapshot.checksum],
+    ]),
+  ]
+}
+
 export function removeMessage(inventory: ObjectRef, cluster: string): string[] {
   const ref = refText(inventory)
   return [

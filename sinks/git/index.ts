@@ -1,14 +1,15 @@
 import path from 'node:path'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { diffItems, type HeldItem } from '../diff.js'
-import { heldFromItems, renderDocumentPath } from '../document.js'
+import { heldFromItems, renderDocumentPath, renderSnapshot } from '../document.js'
 import { configError, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
-import { emptyResult, SinkError, type Sink, type WriteResult } from '../sink.js'
+import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { resolveGitSettings, type GitSettings } from './config.js'
-import { itemPath, managedPath, planFiles, removeMessage, writeMessage } from './encode.js'
+import { blobId, documentDrift, resourceDrift, type Drift } from './drift.js'
+import { itemPath, managedPath, planFiles, removeMessage, repairMessage, writeMessage } from './encode.js'
 import { GitRepository } from './service.js'
 
 /** Push attempts per export before giving up with a retriable error. */
@@ -149,9 +150,56 @@ export function createGitSink(opts: SinkOptions): Sink {
     })
   }
 
+  /** What `tip` holds for the inventory against what the snapshot renders to; reads git objects only. */
+  const compare = async (managed: string, snapshot: Snapshot, tip: string): Promise<{ drift: Drift; objectId: string }> => {
+    const { settings, repo } = resolved()
+    const [format, objectId] = await Promise.all([repo.objectFormat(), repo.objectId(managed, tip)])
+    if (settings.layout === 'perResource') {
+      const held = objectId === '' ? new Map<string, string>() : await repo.fileIds(tip, managed)
+      return { drift: resourceDrift(managed, snapshot, held, format), objectId }
+    }
+    const rendered = renderSnapshot(snapshot)
+    // Equal ids are equal bytes: the document is read only when it differs.
+    const held = objectId === '' ? undefined : objectId === blobId(rendered, format) ? rendered : await repo.readBlob(objectId)
+    return { drift: documentDrift(managed, snapshot, rendered, held), objectId }
+  }
+
+  // A check that finds the store in step proves what the tip holds, so the next write of this
+  // snapshot can stop early; one that finds drift drops the cache, so that write re-reads the tip.
+  const recordCheck = (managed: string, snapshot: Snapshot, objectId: string, drift: Drift): void => {
+    if (drift.differences > 0) heldCache.delete(managed)
+    else remember(managed, { objectId, held: heldFromItems(snapshot.items), rendered: snapshotId(snapshot) })
+  }
+
+  const verify = async (snapshot: Snapshot, mode: DriftMode): Promise<DriftResult> => {
+    const { repo } = resolved()
+    const managed = managedFor(snapshot.inventory, snapshot.cluster)
+    // The check reads objects at the fetched tip and leaves the working tree alone; only a
+    // repair pays for bringing the tree to the tip.
+    const tip = await repo.currentTip()
+    const checked = await compare(managed, snapshot, tip)
+    recordCheck(managed, snapshot, checked.objectId, checked.drift)
+    let drift = checked.drift
+    if (mode === 'report' || drift.differences === 0) return { differences: drift.differences, examples: drift.examples, repaired: false }
+    const staged = await publish(managed, async () => {
+      // The tip may have moved since the check (and moves again on a rebase retry): then compare anew.
+      const head = await repo.head()
+      const now = head === tip ? checked : await compare(managed, snapshot, head)
+      drift = now.drift
+      recordCheck(managed, snapshot, now.objectId, drift)
+      if (drift.differences === 0) return undefined
+      await repo.applyPlan(drift.plan)
+      if (!(await repo.stage(managed))) return undefined
+      const held = heldFromItems(snapshot.items)
+      return { message: repairMessage(snapshot, drift.differences), result: emptyResult(), held, rendered: snapshotId(snapshot) }
+    })
+    return { differences: drift.differences, examples: drift.examples, repaired: staged !== undefined }
+  }
+
   return {
     id: opts.id,
     write: (snapshot) => queue.run(() => write(snapshot)),
+    verify: (snapshot, mode) => queue.run(() => verify(snapshot, mode)),
     remove: (inventory, cluster) => queue.run(() => remove(inventory, cluster)),
     healthcheck: async () => {
       const { repo } = resolved()

@@ -7,12 +7,11 @@ import { parseItem, parseSnapshotItems } from '../document.js'
 import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
+import type { ObjectFormat } from './drift.js'
 import type { FilePlan } from './encode.js'
 
 // I/O only: git commands and the working tree. Which commits to make is decided by the sink.
 
-/** git knows this object in every SHA-1 repository without it being written. */
-const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904'
 /** A git process that prints nothing for this long is stuck (a dead connection) and is killed. */
 const SILENCE_TIMEOUT_MS = 5 * 60_000
 const IO_BATCH = 64
@@ -137,6 +136,7 @@ export class GitRepository {
   readonly dir: string
   private readonly env: Record<string, string>
   private git: SimpleGit | undefined
+  private format: ObjectFormat | undefined
 
   constructor(
     private readonly settings: GitSettings,
@@ -234,8 +234,11 @@ export class GitRepository {
   private async fetchOrCreateBranch(): Promise<void> {
     const { branch } = this.settings
     if (!(await this.fetch())) {
+      // git knows the empty tree without storing it, so commit-tree on its well-known id leaves a
+      // commit whose tree is missing from the object store (git fsck fails). Written, it is real.
+      const emptyTree = (await this.run('hash-object', ['hash-object', '-w', '-t', 'tree', '/dev/null'])).trim()
       const initial = (
-        await this.run('commit-tree', ['commit-tree', EMPTY_TREE, '-m', `kollect: initialise ${branch}`])
+        await this.run('commit-tree', ['commit-tree', emptyTree, '-m', `kollect: initialise ${branch}`])
       ).trim()
       // Rejected means another writer created the branch first; theirs is as good as ours.
       await this.push(`${initial}:refs/heads/${branch}`)
@@ -274,9 +277,47 @@ export class GitRepository {
     return status
   }
 
-  /** Object id of a path at HEAD ("" when absent): equal ids mean equal content. */
-  async objectId(relPath: string): Promise<string> {
-    return this.resolve(`HEAD:${relPath}`)
+  /** Object id of a path at HEAD or at a commit ("" when absent): equal ids mean equal content. */
+  async objectId(relPath: string, rev = 'HEAD'): Promise<string> {
+    return rev === '' ? '' : this.resolve(`${rev}:${relPath}`)
+  }
+
+  /**
+   * The branch tip as the store holds it now ("" while the branch has no commit): for a remote,
+   * its branch just fetched. Reads only: no branch is created and the working tree stays as it is.
+   */
+  async currentTip(): Promise<string> {
+    await this.open()
+    const { branch } = this.settings
+    if (!this.remote) return this.resolve(`refs/heads/${branch}`)
+    return (await this.fetch()) ? this.resolve(`refs/remotes/origin/${branch}`) : ''
+  }
+
+  /** Object id of every file under dir at a commit, by path. */
+  async fileIds(rev: string, dir: string): Promise<Map<string, string>> {
+    const ids = new Map<string, string>()
+    for (const entry of (await this.run('ls-tree', ['ls-tree', '-r', '-z', rev, '--', dir])).split('\0')) {
+      // "<mode> <type> <id>\t<path>"
+      const tab = entry.indexOf('\t')
+      if (tab < 0) continue
+      const [, type, id] = entry.slice(0, tab).split(' ')
+      if (type === 'blob' && id) ids.set(entry.slice(tab + 1), id)
+    }
+    return ids
+  }
+
+  async readBlob(id: string): Promise<string> {
+    return this.run('cat-file', ['cat-file', 'blob', id])
+  }
+
+  /** The hash git names objects with in this repository. */
+  async objectFormat(): Promise<ObjectFormat> {
+    if (this.format === undefined) {
+      await this.open()
+      const format = (await this.run('rev-parse', ['rev-parse', '--show-object-format'])).trim()
+      this.format = format === 'sha256' ? 'sha256' : 'sha1'
+    }
+    return this.format
   }
 
   async head(): Promise<string> {

@@ -12,7 +12,6 @@ import { resolveGitSettings } from '../../sinks/git/config.js'
 import { itemPath } from '../../sinks/git/encode.js'
 import { createGitSink } from '../../sinks/git/index.js'
 import { gitFailure } from '../../sinks/git/service.js'
-import type { Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems } from '../support/items.js'
 import { freePort } from '../support/ports.js'
 import { rejection } from '../support/assertions.js'
@@ -29,6 +28,7 @@ import {
   removeHooks,
   showFile,
   tempDir,
+  withSink,
 } from '../support/git.js'
 
 const INVENTORY: ObjectRef = { namespace: 'team-a', name: 'deployments' }
@@ -39,12 +39,6 @@ const TOKEN = 'tok-s3cr3t'
 
 function snapshot(items: readonly Item[]) {
   return buildSnapshot(INVENTORY, CLUSTER, items)
-}
-
-/** The sink, closed when the test ends. */
-function withSink(t: { after(fn: () => Promise<void>): void }, sink: Sink): Sink {
-  t.after(() => sink.close())
-  return sink
 }
 
 

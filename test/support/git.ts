@@ -5,6 +5,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import type { GitSinkSettings } from '../../api/types.js'
 import type { SinkOptions } from '../../sinks/options.js'
+import type { Sink } from '../../sinks/sink.js'
 
 // Real git, driven the way a person would inspect what the git sink left behind.
 
@@ -141,4 +142,10 @@ function shellQuote(text: string): string {
 
 export function gitSinkOptions(dataDir: string, git: GitSinkSettings = {}, credentials: Record<string, string> = {}): SinkOptions {
   return { id: 'team-a/git', spec: { type: 'git', cluster: 'lab-west', git }, credentials, dataDir }
+}
+
+/** The sink, closed when the test ends. */
+export function withSink(t: { after(fn: () => Promise<void>): void }, sink: Sink): Sink {
+  t.after(() => sink.close())
+  return sink
 }
