@@ -10,7 +10,7 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { KubeObject } from '../api/types.js'
 import { exampleDeployments } from '../test/support/gen-examples.js'
-import { createBareRemote, git } from '../test/support/git.js'
+import { cloneRemote, createBareRemote, git } from '../test/support/git.js'
 import { get, post } from '../test/support/hooks-server.js'
 import { ROOT, TYPES, controllerFor, customizeRequest, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
 import { startNats, type NatsServer } from '../test/support/nats.js'
@@ -242,6 +242,31 @@ test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next
   } finally {
     if (down) await pg.start()
   }
+})
+
+test('an edit to the Git record by another writer is undone by the first export after an exporter restart, with unchanged input', async () => {
+  const doc = 'inventory/e2e/team-a/prod-inventory.json'
+  const exported = await git(remote, 'show', `main:${doc}`)
+  const other = await cloneRemote(remote, path.join(root, 'other-writer'))
+  const { readFileSync, writeFileSync } = await import('node:fs')
+  const edited = readFileSync(path.join(other, doc), 'utf8').replace('"registry.example.com/payments/cart:1.2.2"', '"registry.example.com/payments/cart:6.6.6"')
+  assert.notEqual(edited, exported, 'the edit changes the file')
+  writeFileSync(path.join(other, doc), edited)
+  await git(other, '-c', 'user.name=Someone', '-c', 'user.email=someone@example.com', 'commit', '-q', '-am', 'hand edit')
+  await git(other, 'push', '-q', 'origin', 'main')
+  const commits = await exportCommits()
+
+  // After a restart (or failover) every sink diffs against what it holds, not the exporter's memory.
+  exporter.signalGroup('SIGTERM')
+  await waitForExit(exporter, 10_000)
+  exporter = startExporter()
+  await pollUntil('hooks ready again', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: exporter })
+  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
+  await waitSynced()
+  assert.equal(await git(remote, 'show', `main:${doc}`), exported, 'the record is the export again')
+  assert.deepEqual(await exportCommits(), ['kollect: team-a/prod-inventory +0 ~1 -0 (3 items)', ...commits], 'one commit undoes the one edited item')
+  await pollUntil('the drift check after the first export', async () => /"msg":"(repaired drift|drift found)/.test(exporter.logTail(80)) || (await get(`http://127.0.0.1:${exporterPort}/metrics`)).text.includes('kollect_drift_checks_total{sink="team-a/history",result="in-step"} 1'), { timeoutMs: 10_000, proc: exporter })
+  assert.doesNotMatch(exporter.logTail(80), /"msg":"(repaired drift|drift found)/, 'the check after the export finds the record in step')
 })
 
 test('a sink whose server is down is Ready but Unreachable, with the reason and no password', async () => {
