@@ -186,7 +186,12 @@ describe('postgres sink (real PostgreSQL)', () => {
     const closedPort = await freePort()
     const secret = 's3cr3t-pw'
     const unreachable = sink({ dsn: `postgres://kollect:${secret}@127.0.0.1:${closedPort}/postgres` })
-    for (const attempt of [() => unreachable.healthcheck(), () => unreachable.write(snapshotOf(freshInventory(), makeItems(1)))]) {
+    const attempts = [
+      () => unreachable.healthcheck(),
+      () => unreachable.write(snapshotOf(freshInventory(), makeItems(1))),
+      () => unreachable.verify!(snapshotOf(freshInventory(), makeItems(1)), 'report'),
+    ]
+    for (const attempt of attempts) {
       const err = await attempt().then(
         () => assert.fail('expected a failure'),
         (e: unknown) => e,
@@ -229,7 +234,7 @@ describe('postgres sink (real PostgreSQL)', () => {
     sinks.push(fromUrl)
   })
 
-  test('timing: 10k-item initial export and a 1-item change', async (t) => {
+  test('timing: 10k-item initial export, a 1-item change and a drift check', async (t) => {
     const inv = freshInventory()
     const s = sink()
     const items = makeItems(10_000)
@@ -245,6 +250,22 @@ describe('postgres sink (real PostgreSQL)', () => {
     assert.deepEqual(await s.write(second), { added: 0, changed: 0, removed: 0 })
     const noopMs = performance.now() - started
     t.diagnostic(`postgres: 10k initial ${initialMs.toFixed(0)} ms, 1-item change ${changeMs.toFixed(0)} ms, unchanged ${noopMs.toFixed(0)} ms`)
+    await assertHolds(inv, second)
+
+    // Drift check of the same 10k rows: in step, then with one row edited by hand and repaired.
+    started = performance.now()
+    assert.deepEqual(await s.verify!(second, 'report'), { differences: 0, examples: [], repaired: false })
+    const verifyMs = performance.now() - started
+    await pg.query(
+      `UPDATE "public"."kollect_items" SET attributes = jsonb_set(attributes, '{replicas}', '77')
+       WHERE cluster = $1 AND inventory_namespace = $2 AND inventory_name = $3 AND uid = $4`,
+      [CLUSTER, inv.namespace, inv.name, items[1234]!.uid],
+    )
+    started = performance.now()
+    assert.deepEqual(await s.verify!(second, 'repair'), { differences: 1, examples: [itemKey(items[1234]!)], repaired: true })
+    const repairMs = performance.now() - started
+    const ratio = (ms: number): string => `${((100 * ms) / initialMs).toFixed(0)}% of the initial export`
+    t.diagnostic(`postgres: 10k verify in step ${verifyMs.toFixed(0)} ms (${ratio(verifyMs)}), 1-row repair ${repairMs.toFixed(0)} ms (${ratio(repairMs)})`)
     await assertHolds(inv, second)
   })
 
