@@ -161,7 +161,7 @@ function statements(items: string, snapshots: string): Statements {
     // Every row passed was diffed under the inventory lock in this transaction, so each one is
     // written; a repair must overwrite a row whose hand edit left content_hash as it was.
     upsert:
-      `INSERT INTO ${items} AS t (cluster, inventory_namespace, inventory_name, ${itemColumns.join(', ')}, snapshot_checksum, exported_at) ` +
+      `INSERT INTO ${items} (cluster, inventory_namespace, inventory_name, ${itemColumns.join(', ')}, snapshot_checksum, exported_at) ` +
       `SELECT $1, $2, $3, u.*, $4, now() FROM unnest(${arrays}) AS u ` +
       `ON CONFLICT (cluster, inventory_namespace, inventory_name, ${KEY_COLUMNS.join(', ')}) DO UPDATE SET ${updates}`,
     deleteItems:
