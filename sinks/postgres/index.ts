@@ -1,14 +1,20 @@
+import { itemKey } from '../../api/canonical.js'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
-import { diffItems, isEmptyDiff } from '../diff.js'
+import { diffItems, isEmptyDiff, type ItemDiff } from '../diff.js'
 import { during, sinkFailure } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
-import { emptyResult, type Sink, type WriteResult } from '../sink.js'
+import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { postgresSettings, type PostgresSettings } from './config.js'
-import { heldFromRows, inventoryParams, removedKeys, upsertChunks } from './encode.js'
-import { isRetriable, PostgresService } from './service.js'
+import {
+  addStoredRows, emptyHeld, headerInStep, heldFromRows, inventoryParams, removedKeys, upsertChunks,
+  type HeldState, type InventoryParams,
+} from './encode.js'
+import { isRetriable, type InventoryTx, PostgresService } from './service.js'
 
 export { postgresSettings } from './config.js'
+
+const DRIFT_EXAMPLES = 5
 
 /**
  * The Postgres sink: one transaction per export. The diff is computed against the rows the
@@ -19,6 +25,10 @@ export { postgresSettings } from './config.js'
 export function createPostgresSink(opts: SinkOptions): Sink {
   const settings = postgresSettings(opts)
   const service = new PostgresService(settings)
+  // Inventories whose last drift check found differences that no write has put back since. A
+  // write trusts the content_hash column, which a hand edit of the attributes leaves as it was;
+  // for these inventories it compares what the rows hold instead, so it cannot skip the repair.
+  const drifted = new Set<string>()
 
   async function guarded<T>(action: string, fn: () => Promise<T>): Promise<T> {
     try {
@@ -30,7 +40,21 @@ export function createPostgresSink(opts: SinkOptions): Sink {
 
   return {
     id: opts.id,
-    write: (snapshot) => guarded('write', () => write(service, settings, snapshot)),
+    write: (snapshot) =>
+      guarded('write', async () => {
+        const key = inventoryKey(inventoryParams(snapshot))
+        const result = await write(service, settings, snapshot, drifted.has(key))
+        drifted.delete(key)
+        return result
+      }),
+    verify: (snapshot, mode) =>
+      guarded(`drift check (${mode})`, async () => {
+        const key = inventoryKey(inventoryParams(snapshot))
+        const result = await verify(service, settings, snapshot, mode)
+        if (result.differences > 0 && !result.repaired) drifted.add(key)
+        else drifted.delete(key)
+        return result
+      }),
     remove: (inventory: ObjectRef, cluster: string) =>
       guarded('remove', () =>
         service.withInventory({ cluster, namespace: inventory.namespace, name: inventory.name }, (tx) => tx.deleteInventory()),
@@ -40,19 +64,60 @@ export function createPostgresSink(opts: SinkOptions): Sink {
   }
 }
 
-async function write(service: PostgresService, settings: PostgresSettings, snapshot: Snapshot): Promise<WriteResult> {
+function inventoryKey(inventory: InventoryParams): string {
+  return JSON.stringify([inventory.cluster, inventory.namespace, inventory.name])
+}
+
+async function write(service: PostgresService, settings: PostgresSettings, snapshot: Snapshot, byContent: boolean): Promise<WriteResult> {
   return service.withInventory(inventoryParams(snapshot), async (tx) => {
-    const held = heldFromRows(await during('reading the held rows', () => tx.heldRows()))
+    const held = byContent ? await storedState(tx, settings) : heldFromRows(await during('reading the held rows', () => tx.heldRows()))
     const diff = diffItems(held.hashes, snapshot.items)
     // A retry of an export that already committed: the rows and the snapshot row are there.
-    if (isEmptyDiff(diff) && (await tx.latestChecksum()) === snapshot.checksum) return emptyResult()
-
-    await during(`upserting rows (${diff.added.length + diff.changed.length})`, async () => {
-      for (const columns of upsertChunks(diff, settings.chunkSize)) await tx.upsert(columns, snapshot.checksum)
-    })
-    if (diff.removed.length > 0) await during(`deleting rows (${diff.removed.length})`, () => tx.deleteItems(removedKeys(diff, held)))
-    const result = resultOf(diff)
-    await tx.insertSnapshot({ checksum: snapshot.checksum, itemCount: snapshot.itemCount, ...result })
-    return result
+    if (isEmptyDiff(diff) && headerInStep(await tx.latestSnapshot(), snapshot)) return emptyResult()
+    return apply(tx, settings, snapshot, held, diff)
   })
+}
+
+/**
+ * Compares what the table holds for the inventory now with the snapshot: every row by its
+ * content, rows missing or extra, and the snapshot row. Under the write's lock, so an export in
+ * flight is never mistaken for drift; 'report' runs read-only, 'repair' puts the differences
+ * back in the same transaction, so readers see the whole repair at once or none of it.
+ */
+async function verify(service: PostgresService, settings: PostgresSettings, snapshot: Snapshot, mode: DriftMode): Promise<DriftResult> {
+  return service.withInventory(
+    inventoryParams(snapshot),
+    async (tx) => {
+      const held = await storedState(tx, settings)
+      const diff = diffItems(held.hashes, snapshot.items)
+      const headerDrifted = !headerInStep(await tx.latestSnapshot(), snapshot)
+      const keys = [...diff.added.map(itemKey), ...diff.changed.map((c) => itemKey(c.after)), ...diff.removed.map((r) => r.key)]
+      // Sorted, so the same drift gives the same examples (they reach status). The snapshot row
+      // comes first: editing it also unstamps every row its export wrote.
+      const examples = [...(headerDrifted ? [settings.snapshotsTable] : []), ...keys.sort()].slice(0, DRIFT_EXAMPLES)
+      const result: DriftResult = { differences: keys.length + (headerDrifted ? 1 : 0), examples, repaired: false }
+      if (mode === 'report' || result.differences === 0) return result
+      await apply(tx, settings, snapshot, held, diff)
+      return { ...result, repaired: true }
+    },
+    { readOnly: mode === 'report' },
+  )
+}
+
+/** What the rows hold, hashed from their stored content: one SELECT, fetched in batches. */
+async function storedState(tx: InventoryTx, settings: PostgresSettings): Promise<HeldState> {
+  const held = emptyHeld()
+  await during('reading the stored rows', () => tx.storedRows(settings.chunkSize, (rows) => addStoredRows(held, rows)))
+  return held
+}
+
+/** Upserts added and changed rows, deletes removed ones and records the snapshot row. */
+async function apply(tx: InventoryTx, settings: PostgresSettings, snapshot: Snapshot, held: HeldState, diff: ItemDiff): Promise<WriteResult> {
+  await during(`upserting rows (${diff.added.length + diff.changed.length})`, async () => {
+    for (const columns of upsertChunks(diff, settings.chunkSize)) await tx.upsert(columns, snapshot.checksum)
+  })
+  if (diff.removed.length > 0) await during(`deleting rows (${diff.removed.length})`, () => tx.deleteItems(removedKeys(diff, held)))
+  const result = resultOf(diff)
+  await tx.insertSnapshot({ checksum: snapshot.checksum, itemCount: snapshot.itemCount, ...result })
+  return result
 }

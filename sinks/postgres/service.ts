@@ -3,7 +3,7 @@ import pg from 'pg'
 import { during, errorChain, isTransientNetworkError } from '../errors.js'
 import { quoteIdent } from '../escape.js'
 import { MIGRATIONS_TABLE, type PostgresSettings } from './config.js'
-import { ITEM_COLUMNS, KEY_COLUMNS, type HeldRow, type InventoryParams } from './encode.js'
+import { ITEM_COLUMNS, KEY_COLUMNS, type HeldRow, type InventoryParams, type SnapshotHeader, type StoredRow } from './encode.js'
 
 // SQLSTATEs after which the same statement can succeed later: connection exceptions (08),
 // operator intervention such as shutdown or crash recovery (57P), insufficient resources (53),
@@ -91,9 +91,20 @@ export class InventoryTx {
     return (await this.client.query<HeldRow>(this.sql.selectHeld, this.inv)).rows
   }
 
-  async latestChecksum(): Promise<string | undefined> {
-    const { rows } = await this.client.query<{ checksum: string }>(this.sql.selectLatestChecksum, this.inv)
-    return rows[0]?.checksum
+  async latestSnapshot(): Promise<SnapshotHeader | undefined> {
+    const { rows } = await this.client.query<SnapshotHeader>(this.sql.selectLatestSnapshot, this.inv)
+    return rows[0]
+  }
+
+  /** Every column Kollect writes, read through a cursor so only one batch of rows is in memory at a time. */
+  async storedRows(batchSize: number, onBatch: (rows: StoredRow[]) => void): Promise<void> {
+    await this.client.query(`DECLARE kollect_stored NO SCROLL CURSOR FOR ${this.sql.selectStored}`, this.inv)
+    for (;;) {
+      const { rows } = await this.client.query<StoredRow>(`FETCH ${batchSize} FROM kollect_stored`)
+      if (rows.length === 0) break
+      onBatch(rows)
+    }
+    await this.client.query('CLOSE kollect_stored')
   }
 
   async upsert(columns: string[][], snapshotChecksum: string): Promise<number> {
@@ -120,7 +131,8 @@ export class InventoryTx {
 
 interface Statements {
   selectHeld: string
-  selectLatestChecksum: string
+  selectLatestSnapshot: string
+  selectStored: string
   upsert: string
   deleteItems: string
   insertSnapshot: string
@@ -139,12 +151,19 @@ function statements(items: string, snapshots: string): Statements {
   const keyArrays = KEY_COLUMNS.map((_, i) => `$${i + 4}::text[]`).join(', ')
   return {
     selectHeld: `SELECT target_namespace, target_name, uid, content_hash FROM ${items} WHERE ${inventoryWhere}`,
-    selectLatestChecksum: `SELECT checksum FROM ${snapshots} WHERE ${inventoryWhere} ORDER BY id DESC LIMIT 1`,
+    selectLatestSnapshot: `SELECT checksum, item_count FROM ${snapshots} WHERE ${inventoryWhere} ORDER BY id DESC LIMIT 1`,
+    // "stamped": the row's (snapshot_checksum, exported_at) are those of an export of this
+    // inventory; an export stamps its rows and its snapshot row with one now().
+    selectStored:
+      `SELECT ${itemColumns.join(', ')}, (snapshot_checksum, exported_at) IN ` +
+      `(SELECT checksum, exported_at FROM ${snapshots} WHERE ${inventoryWhere}) AS stamped ` +
+      `FROM ${items} WHERE ${inventoryWhere}`,
+    // Every row passed was diffed under the inventory lock in this transaction, so each one is
+    // written; a repair must overwrite a row whose hand edit left content_hash as it was.
     upsert:
-      `INSERT INTO ${items} AS t (cluster, inventory_namespace, inventory_name, ${itemColumns.join(', ')}, snapshot_checksum, exported_at) ` +
+      `INSERT INTO ${items} (cluster, inventory_namespace, inventory_name, ${itemColumns.join(', ')}, snapshot_checksum, exported_at) ` +
       `SELECT $1, $2, $3, u.*, $4, now() FROM unnest(${arrays}) AS u ` +
-      `ON CONFLICT (cluster, inventory_namespace, inventory_name, ${KEY_COLUMNS.join(', ')}) DO UPDATE SET ${updates} ` +
-      `WHERE t.content_hash IS DISTINCT FROM excluded.content_hash`,
+      `ON CONFLICT (cluster, inventory_namespace, inventory_name, ${KEY_COLUMNS.join(', ')}) DO UPDATE SET ${updates}`,
     deleteItems:
       `DELETE FROM ${items} WHERE ${inventoryWhere} AND (${KEY_COLUMNS.join(', ')}) IN ` +
       `(SELECT * FROM unnest(${keyArrays}))`,
@@ -227,18 +246,22 @@ export class PostgresService {
     })
   }
 
-  /** Run fn in one transaction holding the inventory's advisory lock, so writers of one inventory queue up. */
-  async withInventory<T>(inventory: InventoryParams, fn: (tx: InventoryTx) => Promise<T>): Promise<T> {
+  /**
+   * Run fn in one transaction holding the inventory's advisory lock, so writers of one inventory
+   * queue up and a reader under the lock never sees another writer's export half done. readOnly
+   * makes PostgreSQL itself refuse any write.
+   */
+  async withInventory<T>(inventory: InventoryParams, fn: (tx: InventoryTx) => Promise<T>, opts: { readOnly?: boolean } = {}): Promise<T> {
     await this.ensureSchema()
     return this.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [
         lockKey('kollect.inventory', this.settings.schema, this.settings.table, inventory.cluster, inventory.namespace, inventory.name),
       ])
       return fn(new InventoryTx(client, this.sql, inventory))
-    })
+    }, opts.readOnly === true)
   }
 
-  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, readOnly = false): Promise<T> {
     if (this.closed) throw new Error('sink is closed')
     const client = await this.pool.connect()
     // While checked out, a client has no pool listener: a connection that dies between two
@@ -249,7 +272,7 @@ export class PostgresService {
     }
     client.on('error', onError)
     try {
-      await client.query('BEGIN')
+      await client.query(readOnly ? 'BEGIN READ ONLY' : 'BEGIN')
       const result = await fn(client)
       await client.query('COMMIT')
       return result

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import pgClient from 'pg'
-import { itemHash, itemKey } from '../../api/canonical.js'
-import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
+import { canonicalJson, itemHash, itemKey } from '../../api/canonical.js'
+import type { Item, JsonObject, ObjectRef, Snapshot } from '../../api/types.js'
 import { quoteIdent } from '../../sinks/escape.js'
 import { createPostgresSink } from '../../sinks/postgres/index.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
-import { bumpReplicas, makeItem, makeItems, snapshotOf } from '../support/items.js'
+import { bumpReplicas, makeItem, makeItems, snapshotOf, TARGET } from '../support/items.js'
 import { freePort } from '../support/ports.js'
 import { startPostgres, type PgServer } from '../support/postgres.js'
 
@@ -186,7 +186,12 @@ describe('postgres sink (real PostgreSQL)', () => {
     const closedPort = await freePort()
     const secret = 's3cr3t-pw'
     const unreachable = sink({ dsn: `postgres://kollect:${secret}@127.0.0.1:${closedPort}/postgres` })
-    for (const attempt of [() => unreachable.healthcheck(), () => unreachable.write(snapshotOf(freshInventory(), makeItems(1)))]) {
+    const attempts = [
+      () => unreachable.healthcheck(),
+      () => unreachable.write(snapshotOf(freshInventory(), makeItems(1))),
+      () => unreachable.verify!(snapshotOf(freshInventory(), makeItems(1)), 'report'),
+    ]
+    for (const attempt of attempts) {
       const err = await attempt().then(
         () => assert.fail('expected a failure'),
         (e: unknown) => e,
@@ -229,7 +234,7 @@ describe('postgres sink (real PostgreSQL)', () => {
     sinks.push(fromUrl)
   })
 
-  test('timing: 10k-item initial export and a 1-item change', async (t) => {
+  test('timing: 10k-item initial export, a 1-item change and a drift check', async (t) => {
     const inv = freshInventory()
     const s = sink()
     const items = makeItems(10_000)
@@ -245,6 +250,22 @@ describe('postgres sink (real PostgreSQL)', () => {
     assert.deepEqual(await s.write(second), { added: 0, changed: 0, removed: 0 })
     const noopMs = performance.now() - started
     t.diagnostic(`postgres: 10k initial ${initialMs.toFixed(0)} ms, 1-item change ${changeMs.toFixed(0)} ms, unchanged ${noopMs.toFixed(0)} ms`)
+    await assertHolds(inv, second)
+
+    // Drift check of the same 10k rows: in step, then with one row edited by hand and repaired.
+    started = performance.now()
+    assert.deepEqual(await s.verify!(second, 'report'), { differences: 0, examples: [], repaired: false })
+    const verifyMs = performance.now() - started
+    await pg.query(
+      `UPDATE "public"."kollect_items" SET attributes = jsonb_set(attributes, '{replicas}', '77')
+       WHERE cluster = $1 AND inventory_namespace = $2 AND inventory_name = $3 AND uid = $4`,
+      [CLUSTER, inv.namespace, inv.name, items[1234]!.uid],
+    )
+    started = performance.now()
+    assert.deepEqual(await s.verify!(second, 'repair'), { differences: 1, examples: [itemKey(items[1234]!)], repaired: true })
+    const repairMs = performance.now() - started
+    const ratio = (ms: number): string => `${((100 * ms) / initialMs).toFixed(0)}% of the initial export`
+    t.diagnostic(`postgres: 10k verify in step ${verifyMs.toFixed(0)} ms (${ratio(verifyMs)}), 1-row repair ${repairMs.toFixed(0)} ms (${ratio(repairMs)})`)
     await assertHolds(inv, second)
   })
 
@@ -297,6 +318,156 @@ describe('postgres sink (real PostgreSQL)', () => {
     const snaps = await snapshotRows(inv)
     assert.equal(snaps.length, 2)
     assert.equal(snaps[1]!.checksum, next.checksum)
+  })
+
+  describe('drift: rows changed by hand are found and put back', () => {
+    const ITEMS = '"public"."kollect_items"'
+    const INV_WHERE = 'cluster = $1 AND inventory_namespace = $2 AND inventory_name = $3'
+
+    /** Every column of the inventory's rows and snapshot rows, with xmin: equal dumps mean nothing was written. */
+    async function dump(inv: ObjectRef, table = ITEMS): Promise<{ items: unknown[]; snapshots: unknown[] }> {
+      const params = [CLUSTER, inv.namespace, inv.name]
+      return {
+        items: await pg.query(`SELECT t.*, t.xmin::text AS xmin FROM ${table} t WHERE ${INV_WHERE} ORDER BY target_namespace, target_name, uid`, params),
+        snapshots: await pg.query(`SELECT t.*, t.xmin::text AS xmin FROM ${table.slice(0, -1)}_snapshots" t WHERE ${INV_WHERE} ORDER BY id`, params),
+      }
+    }
+
+    /** The item columns of the rows (no provenance), to compare with a fresh export's. */
+    async function content(inv: ObjectRef, table = ITEMS): Promise<unknown[]> {
+      return pg.query(
+        `SELECT target_namespace, target_name, uid, api_group, api_version, kind, namespace, name, attributes::text, content_hash
+         FROM ${table} WHERE ${INV_WHERE} ORDER BY target_namespace, target_name, uid`,
+        [CLUSTER, inv.namespace, inv.name],
+      )
+    }
+
+    /** Runs SQL as a person would, on the rows of inv; $4 is the uid of `item` when given. */
+    async function byHand(inv: ObjectRef, sql: string, item?: Item): Promise<void> {
+      await pg.query(sql, [CLUSTER, inv.namespace, inv.name, ...(item ? [item.uid] : [])])
+    }
+
+    async function exported(n: number): Promise<{ inv: ObjectRef; s: Sink; items: Item[]; snap: Snapshot }> {
+      const inv = freshInventory()
+      const s = sink()
+      const items = makeItems(n)
+      const snap = snapshotOf(inv, items)
+      await s.write(snap)
+      return { inv, s, items, snap }
+    }
+
+    test('UPDATE, INSERT and DELETE by hand: report finds 3 and writes nothing; repair restores the export in one transaction', async () => {
+      const { inv, s, items, snap } = await exported(20)
+      const edited = items[4]!
+      const deleted = items[9]!
+      // content_hash is left as it was: only hashing what is stored can see this edit
+      await byHand(inv, `UPDATE ${ITEMS} SET attributes = jsonb_set(attributes, '{replicas}', '77') WHERE ${INV_WHERE} AND uid = $4`, edited)
+      await byHand(
+        inv,
+        `INSERT INTO ${ITEMS} SELECT cluster, inventory_namespace, inventory_name, target_namespace, target_name, 'stray-uid',
+           api_group, api_version, kind, namespace, 'stray', attributes, content_hash, snapshot_checksum, exported_at
+         FROM ${ITEMS} WHERE ${INV_WHERE} AND uid = $4`,
+        items[0],
+      )
+      await byHand(inv, `DELETE FROM ${ITEMS} WHERE ${INV_WHERE} AND uid = $4`, deleted)
+      const drifted = await dump(inv)
+      const examples = [itemKey(edited), itemKey(deleted), `${TARGET.namespace}/${TARGET.name}/stray-uid`].sort()
+
+      assert.deepEqual(await s.verify!(snap, 'report'), { differences: 3, examples, repaired: false })
+      assert.deepEqual(await dump(inv), drifted, 'report wrote nothing')
+
+      assert.deepEqual(await s.verify!(snap, 'repair'), { differences: 3, examples, repaired: true })
+      await assertHolds(inv, snap)
+      const fresh = 'fresh_export'
+      await sink({ table: fresh }).write(snap)
+      assert.deepEqual(await content(inv), await content(inv, `"public"."${fresh}"`), 'the rows equal a fresh export of the snapshot')
+
+      // One transaction: the rows it wrote and its snapshot row carry the same xmin; the rest are untouched.
+      const repaired = await dump(inv)
+      const newSnapshot = repaired.snapshots.at(-1) as { xmin: string; added: number; changed: number; removed: number; checksum: string }
+      assert.equal(repaired.snapshots.length, 2)
+      assert.deepEqual({ ...newSnapshot }, { ...newSnapshot, checksum: snap.checksum, added: 1, changed: 1, removed: 1 })
+      const before = new Map((drifted.items as { uid: string; xmin: string }[]).map((r) => [r.uid, r.xmin]))
+      const written = (repaired.items as { uid: string; xmin: string }[]).filter((r) => before.get(r.uid) !== r.xmin)
+      assert.deepEqual(written.map((r) => r.uid).sort(), [deleted.uid, edited.uid].sort())
+      assert.ok(written.every((r) => r.xmin === newSnapshot.xmin), 'rows and snapshot row written by one transaction')
+
+      assert.deepEqual(await s.verify!(snap, 'repair'), { differences: 0, examples: [], repaired: false })
+      assert.deepEqual(await dump(inv), repaired, 'a verify in step writes nothing')
+    })
+
+    // Each edit touches one column Kollect writes; each must count as one difference and be put back.
+    const edits: { reason: string; sql: string; differences?: number; example?: 'item' | 'snapshot' | 'snapshot+4' | 'first5' }[] = [
+      { reason: 'attributes edited, hash column left alone', sql: `UPDATE ${ITEMS} SET attributes = attributes || '{"owner": "mallory"}' WHERE ${INV_WHERE} AND uid = $4` },
+      { reason: 'hash column edited, attributes left alone', sql: `UPDATE ${ITEMS} SET content_hash = md5(content_hash) WHERE ${INV_WHERE} AND uid = $4` },
+      { reason: 'an identity column edited', sql: `UPDATE ${ITEMS} SET kind = 'StatefulSet' WHERE ${INV_WHERE} AND uid = $4` },
+      { reason: 'the row claims an export that never happened', sql: `UPDATE ${ITEMS} SET snapshot_checksum = md5('x') WHERE ${INV_WHERE} AND uid = $4` },
+      { reason: 'the export time edited', sql: `UPDATE ${ITEMS} SET exported_at = exported_at - interval '1 day' WHERE ${INV_WHERE} AND uid = $4` },
+      {
+        // the rows that export stamped now name an export the history does not hold
+        reason: 'the snapshot row checksum edited',
+        sql: `UPDATE "public"."kollect_items_snapshots" SET checksum = md5(checksum) WHERE ${INV_WHERE} AND $4 <> ''`,
+        differences: 1 + 8,
+        example: 'snapshot+4',
+      },
+      {
+        reason: 'the snapshot row item count edited',
+        sql: `UPDATE "public"."kollect_items_snapshots" SET item_count = 3 WHERE ${INV_WHERE} AND $4 <> ''`,
+        example: 'snapshot',
+      },
+      { reason: 'every row deleted', sql: `DELETE FROM ${ITEMS} WHERE ${INV_WHERE} AND $4 <> ''`, differences: 8, example: 'first5' },
+    ]
+    for (const edit of edits) {
+      test(`drift: ${edit.reason}`, async () => {
+        const { inv, s, items, snap } = await exported(8)
+        await byHand(inv, edit.sql, items[2])
+        const examples =
+          edit.example === 'snapshot' ? ['kollect_items_snapshots']
+          : edit.example === 'snapshot+4' ? ['kollect_items_snapshots', ...items.map(itemKey).sort().slice(0, 4)]
+          : edit.example === 'first5' ? items.map(itemKey).sort().slice(0, 5)
+          : [itemKey(items[2]!)]
+        const found = { differences: edit.differences ?? 1, examples, repaired: false }
+        assert.deepEqual(await s.verify!(snap, 'report'), found)
+        assert.deepEqual(await s.verify!(snap, 'repair'), { ...found, repaired: true })
+        await assertHolds(inv, snap)
+        assert.deepEqual(await s.verify!(snap, 'report'), { differences: 0, examples: [], repaired: false })
+      })
+    }
+
+    test('a write after a drift report is not skipped: it puts the rows back', async () => {
+      const { inv, s, items, snap } = await exported(10)
+      await byHand(inv, `UPDATE ${ITEMS} SET attributes = jsonb_set(attributes, '{replicas}', '77') WHERE ${INV_WHERE} AND uid = $4`, items[3])
+      // Without a drift check the write trusts the hash column, which the edit left alone.
+      assert.deepEqual(await s.write(snap), { added: 0, changed: 0, removed: 0 })
+      assert.equal((await s.verify!(snap, 'report')).differences, 1)
+      assert.deepEqual(await s.write(snap), { added: 0, changed: 1, removed: 0 })
+      const restored = await rows(inv)
+      assert.deepEqual(restored.find((r) => r.uid === items[3]!.uid)?.attributes, items[3]!.attributes)
+      assert.equal((await s.verify!(snap, 'report')).differences, 0)
+    })
+
+    test('no false positives: a fresh export of varied attribute types is in step', async () => {
+      const inv = freshInventory()
+      const s = sink()
+      const varied: JsonObject[] = [
+        { text: 'plain', empty: '', escapes: 'tab\tquote"backslash\\ line\nsep\u2028', unicode: 'café ✓ 日本語 עברית 🚀 e\u0301' },
+        { int: 42, negative: -7, zero: 0, negativeZero: -0, large: 9007199254740991, beyondSafe: 2 ** 60, huge: 1e21, max: 1.7976931348623157e308 },
+        { float: 0.1, third: 1 / 3, tiny: 5e-324, small: 1.5e-7, wholeFloat: 2.0, negativeFloat: -123.456 },
+        { yes: true, no: false, nothing: null, emptyObject: {}, emptyList: [] },
+        { nested: { b: { z: [1, { y: null, x: 'deep' }], a: 1 }, aa: [[], [[true]]], a: 'short key after long' } },
+        { mixed: ['s', 1, 1.5, false, null, { k: 'v' }, ['x']], 'ключ': 'unicode key', 'a b.c/d': 'odd key' },
+      ]
+      const items = varied.map((attributes, i) => makeItem(i, { attributes }))
+      const snap = snapshotOf(inv, items)
+      await s.write(snap)
+      const written = await dump(inv)
+      assert.deepEqual(await s.verify!(snap, 'report'), { differences: 0, examples: [], repaired: false })
+      assert.deepEqual(await s.verify!(snap, 'repair'), { differences: 0, examples: [], repaired: false })
+      assert.deepEqual(await dump(inv), written, 'nothing rewritten')
+      // jsonb did reformat: the stored text differs from the exported canonical JSON for some rows
+      const stored = await pg.query<{ text: string }>(`SELECT attributes::text AS text FROM ${ITEMS} WHERE ${INV_WHERE}`, [CLUSTER, inv.namespace, inv.name])
+      assert.ok(stored.some((r) => !items.some((i) => canonicalJson(i.attributes) === r.text)))
+    })
   })
 
   test('helper fixtures are realistic and distinct', () => {
