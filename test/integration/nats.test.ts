@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { itemKey } from '../../api/canonical.js'
+import { itemHash, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef } from '../../api/types.js'
 import { STATE_BUCKET } from '../../sinks/nats/config.js'
 import { inventoryToken, type ItemEvent, type SnapshotMarker } from '../../sinks/nats/encode.js'
@@ -12,7 +15,9 @@ import { capturesEvents } from '../../sinks/nats/service.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
 import { startNats, type NatsServer } from '../support/nats.js'
+import { NATS_WRITER, writerSnapshot } from '../support/nats-writer.js'
 import { freePort } from '../support/ports.js'
+import { startServerProcess } from '../support/process.js'
 
 const CLUSTER = 'lab-west'
 const SINK_ID = 'platform/events'
@@ -291,6 +296,78 @@ describe('nats sink (real nats-server with JetStream)', () => {
     assert.equal(got.at(-1)!.body.type, 'snapshot', 'the marker comes after every event')
     assert.equal((await stateKeys(s.stream, s.subject, inv)).length, n + 1)
     assert.deepEqual(await s.write(snap), { added: 0, changed: 0, removed: 0 })
+  })
+
+  test('exporter killed (-9) mid-publish, restarted with a different snapshot: every item change on the stream once', async (t) => {
+    const s = sink()
+    const n = 10_000
+    const s0 = snapshotOf(inv, makeItems(n))
+    await s.write(s0)
+    const base = await messageCount(s.stream)
+
+    // The child changes every item (s1); it is killed once about 15% of its events are on the stream.
+    const s1 = writerSnapshot(inv.namespace, inv.name, n, 42)
+    const scratch = mkdtempSync(path.join(os.tmpdir(), 'kollect-nats-writer-'))
+    t.after(() => rmSync(scratch, { recursive: true, force: true }))
+    const child = startServerProcess(
+      process.execPath,
+      [NATS_WRITER, nats.url, s.stream, s.subject, `${inv.namespace}/${inv.name}`, String(n), '42'],
+      path.join(scratch, 'writer.log'),
+    )
+    t.after(() => child.signalGroup('SIGKILL'))
+    const killAt = base + Math.round(n * 0.15)
+    const deadline = Date.now() + 60_000
+    while ((await messageCount(s.stream)) < killAt) {
+      assert.ok(!child.hasExited(), `the writer exited before it was killed:\n${child.logTail()}`)
+      assert.ok(Date.now() < deadline, 'the writer never got to 15%')
+      await new Promise((r) => setTimeout(r, 5))
+    }
+    child.signalGroup('SIGKILL')
+    assert.equal(await child.exited, 'SIGKILL')
+    const atKill = (await messages(s.stream)).slice(base)
+    t.diagnostic(`killed with ${atKill.length} of ${n} events published`)
+    assert.ok(atKill.length < n, 'the writer finished before the kill')
+    assert.ok(atKill.every((m) => m.body.type === 'changed'), 'no marker yet')
+
+    // Restarted (a new sink instance), the next snapshot differs: item 0 changed again, item 1 back as it was.
+    const [first, second] = [s1.items[0]!, s1.items[1]!]
+    const publishedBefore = new Set(atKill.map((m) => (m.body as ItemEvent).key))
+    assert.ok(publishedBefore.has(itemKey(first)) && publishedBefore.has(itemKey(second)), 'items 0 and 1 were published before the kill')
+    const again = bumpReplicas(first, 43)
+    const reverted = s0.items.find((i) => itemKey(i) === itemKey(second))!
+    const s2 = snapshotOf(inv, s1.items.map((i) => (i === first ? again : i === second ? reverted : i)))
+    const restarted = sink({ stream: s.stream, subject: s.subject })
+    const started = performance.now()
+    await restarted.write(s2)
+    t.diagnostic(`restart: read the KV and ${atKill.length} unrecorded events, published the rest, in ${(performance.now() - started).toFixed(0)} ms`)
+
+    const got = await messages(s.stream)
+    const perChange = new Map<string, number>()
+    const seen = new Map<string, string>()
+    for (const { body } of got) {
+      if (body.type === 'snapshot' || body.type === 'tombstone') continue
+      const e = body as ItemEvent
+      const change = `${e.key}|${e.type}|${e.after ? itemHash(e.after) : ''}`
+      perChange.set(change, (perChange.get(change) ?? 0) + 1)
+      if (e.after) seen.set(e.key, itemHash(e.after))
+      else seen.delete(e.key)
+    }
+    const duplicates = [...perChange.values()].filter((c) => c > 1).length
+    assert.equal(duplicates, 0, `${duplicates} item changes were published more than once`)
+    assert.equal(perChange.get(`${itemKey(again)}|changed|${itemHash(again)}`), 1, 'the item changed again: its new change once')
+    assert.equal(perChange.get(`${itemKey(reverted)}|changed|${itemHash(reverted)}`), 1, 'the reverted item: its change back once')
+    // A consumer folding the events holds exactly the final snapshot.
+    assert.deepEqual(seen, new Map(s2.items.map((i) => [itemKey(i), itemHash(i)])))
+
+    const markers = got.filter((m) => m.body.type === 'snapshot')
+    assert.deepEqual(markers.map((m) => m.body.checksum), [s0.checksum, s2.checksum], 'one marker per recorded snapshot, none for the killed one')
+    const last = markers[1]!.body as SnapshotMarker
+    assert.equal(last.previousChecksum, s0.checksum)
+    assert.equal(got.at(-1)!.body.type, 'snapshot', 'the marker closes every event')
+    // The marker counts the events since the previous marker, the killed export's included.
+    assert.equal(last.changed, got.length - base - 1)
+    assert.deepEqual(await sink({ stream: s.stream, subject: s.subject }).write(s2), { added: 0, changed: 0, removed: 0 })
+    assert.equal((await stateKeys(s.stream, s.subject, inv)).length, n + 1)
   })
 
   test('timing: 10k-item initial export and a 1-item change', async (t) => {
