@@ -9,7 +9,17 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { itemHash, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef } from '../../api/types.js'
 import { STATE_BUCKET } from '../../sinks/nats/config.js'
-import { inventoryToken, type ItemEvent, type SnapshotMarker } from '../../sinks/nats/encode.js'
+import {
+  decodeState,
+  inventoryToken,
+  itemMessageId,
+  markerMessageId,
+  replay,
+  type InventoryState,
+  type ItemEvent,
+  type SnapshotMarker,
+  type Transition,
+} from '../../sinks/nats/encode.js'
 import { createNatsSink } from '../../sinks/nats/index.js'
 import { capturesEvents } from '../../sinks/nats/service.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
@@ -470,6 +480,66 @@ describe('nats sink (real nats-server with JetStream)', () => {
       ['kollect', 'kollect', false],
     ]
     for (const [pattern, prefix, expected] of cases) assert.equal(capturesEvents(pattern, prefix), expected, `${pattern} ⊇ ${prefix}.>`)
+  })
+
+  test('message ids: the item change decides, not the snapshot; a repeat after another event or export is new', () => {
+    const [a, b] = makeItems(2)
+    const a2 = bumpReplicas(a!, 9)
+    const key = itemKey(a!)
+    const from = (over: Partial<Transition> = {}): Transition => ({
+      cluster: CLUSTER, inventory: inv, token: 'tok', previousChecksum: 'c0', checksum: 'c1',
+      revision: 7, markerSequence: 100, positions: new Map(), ...over,
+    })
+    const id = itemMessageId(from(), 'changed', key, a, a2)
+    const cases: { reason: string; other: string; same: boolean }[] = [
+      { reason: 'a retry of the same export', other: itemMessageId(from(), 'changed', key, a, a2), same: true },
+      { reason: 'the same change on its way to another snapshot (restart after a crash)', other: itemMessageId(from({ checksum: 'c2' }), 'changed', key, a, a2), same: true },
+      { reason: 'another after-state of the item', other: itemMessageId(from(), 'changed', key, a, b), same: false },
+      { reason: 'another before-state of the item', other: itemMessageId(from(), 'changed', key, b, a2), same: false },
+      { reason: 'the same change after a later recorded export (A→B→A→B)', other: itemMessageId(from({ revision: 8 }), 'changed', key, a, a2), same: false },
+      { reason: 'the same change after an unrecorded event of this item (added, removed, added again)', other: itemMessageId(from({ positions: new Map([[key, 140]]) }), 'changed', key, a, a2), same: false },
+      { reason: 'an unrecorded event of another item changes nothing', other: itemMessageId(from({ positions: new Map([[itemKey(b!), 140]]) }), 'changed', key, a, a2), same: true },
+      { reason: 'the same change in another inventory on the same stream', other: itemMessageId(from({ token: 'other' }), 'changed', key, a, a2), same: false },
+    ]
+    for (const c of cases) assert.equal(c.other === id, c.same, c.reason)
+    assert.equal(markerMessageId(from(), 'snapshot'), markerMessageId(from(), 'snapshot'), 'a retried marker')
+    assert.notEqual(markerMessageId(from(), 'snapshot'), markerMessageId(from({ markerSequence: 150 }), 'snapshot'), 'the same transition after another marker')
+    assert.notEqual(markerMessageId(from(), 'snapshot'), markerMessageId(from({ checksum: 'c2' }), 'snapshot'))
+  })
+
+  test('replay: unrecorded stream messages make the state consumers have seen', () => {
+    const [a, b, c] = makeItems(3)
+    const recorded: InventoryState = decodeState('tok', [])
+    recorded.items.set(itemKey(a!), { hash: itemHash(a!), item: a! })
+    recorded.items.set(itemKey(b!), { hash: itemHash(b!), item: b! })
+    recorded.snapshot = { checksum: 'c0', itemCount: 2, sequence: 10 }
+    recorded.markerSequence = 10
+    assert.equal(replay(recorded, []), recorded, 'nothing unrecorded: the record as it is')
+
+    const a2 = bumpReplicas(a!, 9)
+    const event = (type: ItemEvent['type'], key: string, after?: Item): ItemEvent =>
+      ({ type, cluster: CLUSTER, inventory: inv, key, checksum: 'c1', previousChecksum: 'c0', ...(after ? { after } : {}) })
+    const marker: SnapshotMarker = { type: 'snapshot', cluster: CLUSTER, inventory: inv, checksum: 'c1', previousChecksum: 'c0', itemCount: 2, added: 0, changed: 1, removed: 1 }
+    const seen = replay(recorded, [
+      { seq: 11, body: event('changed', itemKey(a!), a2) },
+      { seq: 12, body: event('removed', itemKey(b!)) },
+      { seq: 13, body: marker },
+      { seq: 14, body: event('added', itemKey(c!), c) },
+    ])
+    assert.equal(seen.unrecorded, true)
+    assert.deepEqual([...seen.items.keys()], [itemKey(a!), itemKey(c!)])
+    assert.equal(seen.items.get(itemKey(a!))?.hash, itemHash(a2))
+    assert.deepEqual(seen.snapshot, { checksum: 'c1', itemCount: 2, sequence: 13 })
+    assert.equal(seen.markerSequence, 13)
+    assert.deepEqual(seen.sinceMarker, { added: 1, changed: 0, removed: 0 }, 'events after the last marker count toward the next')
+    assert.deepEqual([...seen.positions], [[itemKey(a!), 11], [itemKey(b!), 12], [itemKey(c!), 14]])
+    assert.equal(seen.recorded.size, 2, 'the bucket\'s items stay as recorded')
+    assert.equal(recorded.items.size, 2, 'the record is not changed')
+
+    const tombstone: SnapshotMarker = { ...marker, type: 'tombstone', checksum: 'e', itemCount: 0 }
+    const removed = replay(seen, [{ seq: 15, body: tombstone }])
+    assert.equal(removed.items.size, 0)
+    assert.equal(removed.snapshot, undefined)
   })
 
   test('fixtures build distinct items', () => {
