@@ -13,6 +13,7 @@ import {
   decodeState,
   inventoryToken,
   itemMessageId,
+  snapshotStateKey,
   markerMessageId,
   replay,
   type InventoryState,
@@ -378,6 +379,35 @@ describe('nats sink (real nats-server with JetStream)', () => {
     assert.equal(last.changed, got.length - base - 1)
     assert.deepEqual(await sink({ stream: s.stream, subject: s.subject }).write(s2), { added: 0, changed: 0, removed: 0 })
     assert.equal((await stateKeys(s.stream, s.subject, inv)).length, n + 1)
+  })
+
+  test('killed after the marker, before the record: a restart with the same snapshot publishes nothing and records it', async () => {
+    const s = sink()
+    const items = makeItems(40)
+    const s0 = snapshotOf(inv, items)
+    await s.write(s0)
+    const kv: KV = await new Kvm(js).open(STATE_BUCKET)
+    const key = snapshotStateKey(inventoryToken(s.stream, s.subject, { cluster: CLUSTER, inventory: inv }))
+    const record0 = (await kv.get(key))!.string()
+    const s1 = snapshotOf(inv, items.map((i, n) => (n < 5 ? bumpReplicas(i, 9) : i)))
+    await s.write(s1)
+    const count = await messageCount(s.stream)
+    await kv.put(key, record0) // the snapshot record as a kill before its put left it
+
+    const restarted = sink({ stream: s.stream, subject: s.subject })
+    assert.deepEqual(await restarted.write(s1), { added: 0, changed: 0, removed: 0 })
+    assert.equal(await messageCount(s.stream), count, 'neither events nor a second marker')
+    const record = JSON.parse((await kv.get(key))!.string()) as { checksum: string; sequence: number }
+    assert.equal(record.checksum, s1.checksum)
+    assert.equal(record.sequence, (await messages(s.stream)).at(-1)!.seq, 'recorded at the marker already on the stream')
+    // Recorded now: the next change is one event, its marker counting only it.
+    const s2 = snapshotOf(inv, items.map((i, n) => (n < 5 ? bumpReplicas(i, 9) : n === 6 ? bumpReplicas(i, 7) : i)))
+    assert.deepEqual(await sink({ stream: s.stream, subject: s.subject }).write(s2), { added: 0, changed: 1, removed: 0 })
+    const last = (await messages(s.stream)).slice(count)
+    assert.equal(last.length, 2)
+    const marker = last[1]!.body as SnapshotMarker
+    assert.equal(marker.previousChecksum, s1.checksum)
+    assert.equal(marker.changed, 1)
   })
 
   test('timing: 10k-item initial export and a 1-item change', async (t) => {
