@@ -1,6 +1,6 @@
 import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
-import { connect, headers, nanos, type NatsConnection } from '@nats-io/transport-node'
+import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
 import { STATE_BUCKET, type NatsSettings } from './config.js'
 import type { ItemEvent, OutgoingMessage, PublishedMessage, SnapshotMarker, StateEntry } from './encode.js'
@@ -146,6 +146,14 @@ export class NatsService {
     }
     if (!(info.config.subjects ?? []).some((pattern) => capturesEvents(pattern, subject))) {
       throw configError(this.settings.label, `stream ${stream} does not capture subjects ${subject}.>`)
+    }
+    // A retry re-sends what a timed-out publish may still store: the server must drop the second copy.
+    const window = millis(info.config.duplicate_window ?? 0)
+    if (window < this.settings.requestTimeoutMillis) {
+      throw configError(
+        this.settings.label,
+        `stream ${stream} drops duplicates for ${window} ms only; the sink needs a duplicate_window of at least ${this.settings.requestTimeoutMillis} ms`,
+      )
     }
   }
 

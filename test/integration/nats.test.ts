@@ -5,7 +5,7 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { itemHash, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef } from '../../api/types.js'
 import { STATE_BUCKET } from '../../sinks/nats/config.js'
@@ -494,6 +494,18 @@ describe('nats sink (real nats-server with JetStream)', () => {
     )
     assert.ok(err instanceof SinkError && !err.retriable, String(err))
     assert.match(err.message, /does not capture/)
+  })
+
+  test('a stream whose duplicate window is shorter than a publish timeout is a permanent error', async () => {
+    await jsm.streams.add({ name: 'SHORTDUP', subjects: ['kollect-shortdup.>'], duplicate_window: nanos(1000) })
+    const s = sink({ stream: 'SHORTDUP', subject: 'kollect-shortdup' })
+    const err = await s.write(snapshotOf(inv, makeItems(1))).then(
+      () => assert.fail('expected a failure'),
+      (e: unknown) => e,
+    )
+    assert.ok(err instanceof SinkError && !err.retriable, String(err))
+    assert.match(err.message, /drops duplicates for 1000 ms only/)
+    assert.equal(await messageCount('SHORTDUP'), 0)
   })
 
   test('which stream subjects capture the sink\'s events', () => {
