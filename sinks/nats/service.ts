@@ -193,16 +193,21 @@ export class NatsService {
       opt_start_seq: first.seq,
     })
     const out: PublishedMessage[] = []
+    let complete = false
     const iter = await consumer.consume({ max_messages: this.settings.window })
     try {
       for await (const m of iter) {
         out.push({ seq: m.seq, body: m.json<ItemEvent | SnapshotMarker>() })
-        if (m.info.pending === 0) break
+        if (m.info.pending === 0) {
+          complete = true
+          break
+        }
       }
     } finally {
       await iter.close()
     }
-    if (out[0]?.seq !== first.seq) throw new StateReadInterrupted()
+    // The iterator also ends when the connection closes: that is not the end of the stream.
+    if (!complete || out[0]?.seq !== first.seq) throw new StateReadInterrupted()
     return out
   }
 
