@@ -115,7 +115,16 @@ export function createNatsSink(opts: SinkOptions): Sink {
     // Last: until this put lands, a retry starts from the same revision and replays the stream after the same marker.
     const record = { checksum: snapshot.checksum, itemCount: snapshot.itemCount, sequence }
     const revision = await during('recording the published snapshot', () => service.putState(snapshotStateKey(token), encodeHeldSnapshot(record)))
-    cache.set(token, { revision, snapshot: record, items: diff.next, recorded: diff.next, unrecorded: false, markerSequence: sequence, positions: new Map(), sinceMarker: emptyResult() })
+    cache.set(token, {
+      revision,
+      snapshot: record,
+      items: diff.next,
+      recorded: diff.next,
+      unrecorded: false,
+      markerSequence: sequence,
+      positions: new Map(),
+      sinceMarker: emptyResult(),
+    })
     return resultOf(diff)
   }
 
@@ -123,7 +132,7 @@ export function createNatsSink(opts: SinkOptions): Sink {
     const state = await held(token, at)
     cache.delete(token)
     if (state.snapshot === undefined && state.items.size === 0) {
-      // The tombstone is on the stream already; only the bucket may still hold the inventory.
+      // Consumers hold nothing of it (a tombstone, or events that cancel out); only the bucket may.
       if (state.unrecorded) await during('clearing the published state', () => service.clearState(itemsStateFilter(token), snapshotStateKey(token)))
       return
     }
