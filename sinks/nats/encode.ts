@@ -136,7 +136,7 @@ const decoder = new TextDecoder()
 /** Rebuild the recorded state from KV entries, delivered in stream order (a later entry wins). */
 export function decodeState(token: string, entries: readonly StateEntry[]): InventoryState {
   const items = new Map<string, HeldItem>()
-  const state: InventoryState = { ...emptyProgress(0), items, recorded: items }
+  const state: InventoryState = { ...emptyProgress(), items, recorded: items }
   const itemKeyOf = new Map<string, string>()
   const snapshotKey = snapshotStateKey(token)
   for (const entry of entries) {
@@ -157,8 +157,8 @@ export function decodeState(token: string, entries: readonly StateEntry[]): Inve
   return state
 }
 
-function emptyProgress(markerSequence: number): Pick<InventoryState, 'revision' | 'unrecorded' | 'markerSequence' | 'positions' | 'sinceMarker'> {
-  return { revision: 0, unrecorded: false, markerSequence, positions: new Map(), sinceMarker: emptyResult() }
+function emptyProgress(): Pick<InventoryState, 'revision' | 'unrecorded' | 'markerSequence' | 'positions' | 'sinceMarker'> {
+  return { revision: 0, unrecorded: false, markerSequence: 0, positions: new Map(), sinceMarker: emptyResult() }
 }
 
 /**
