@@ -1,9 +1,9 @@
 import { itemHash, itemKey, itemsChecksum, sha256 } from '../../api/canonical.js'
-import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
+import type { Item, ObjectRef } from '../../api/types.js'
 import type { HeldItem, ItemDiff } from '../diff.js'
 import { escapeSubjectToken } from '../escape.js'
 import { resultOf } from '../result.js'
-import type { WriteResult } from '../sink.js'
+import { emptyResult, type WriteResult } from '../sink.js'
 
 export type ItemEventType = 'added' | 'changed' | 'removed'
 export type MarkerType = 'snapshot' | 'tombstone'
@@ -44,17 +44,40 @@ export interface OutgoingMessage {
 export interface HeldSnapshot {
   checksum: string
   itemCount: number
+  /** Stream sequence of this snapshot's marker; absent in records written before it was kept. */
+  sequence?: number
 }
 
-/** The last-published state of one inventory, as read back from the KV bucket. */
+/**
+ * The last-published state of one inventory: the KV bucket's record, plus whatever the stream
+ * holds after the recorded marker (an export interrupted between publishing and recording).
+ */
 export interface InventoryState {
   /**
    * KV revision of the `<token>.snapshot` key (a put or a delete marker), 0 if it never existed.
    * It changes with every completed export or removal and only then.
    */
   revision: number
+  /** The last marker on the stream: what consumers were last told the inventory is. */
   snapshot?: HeldSnapshot
+  /** Every item as consumers have seen it: the KV's items with the unrecorded events applied. */
   items: Map<string, HeldItem>
+  /** The items as the KV bucket holds them; the same map as `items` unless `unrecorded`. */
+  recorded: Map<string, HeldItem>
+  /** The stream holds messages of this inventory that the KV bucket does not record yet. */
+  unrecorded: boolean
+  /** Stream sequence of the last marker (0 if none): item events after it belong to the next marker. */
+  markerSequence: number
+  /** Per item key, the stream sequence of its last unrecorded event. */
+  positions: Map<string, number>
+  /** Item events on the stream after the last marker, counted into the next one. */
+  sinceMarker: WriteResult
+}
+
+/** One message of an inventory read back from the stream. */
+export interface PublishedMessage {
+  seq: number
+  body: ItemEvent | SnapshotMarker
 }
 
 /** One stored KV entry as the service reads it. */
@@ -73,7 +96,8 @@ export interface InventoryAddress {
   inventory: ObjectRef
 }
 
-export function subjectFor(prefix: string, at: InventoryAddress, type: ItemEventType | 'snapshot'): string {
+/** `type` '*' is the filter for every message of the inventory. */
+export function subjectFor(prefix: string, at: InventoryAddress, type: ItemEventType | 'snapshot' | '*'): string {
   return [
     prefix,
     escapeSubjectToken(at.cluster),
@@ -109,9 +133,10 @@ export function inventoryStateFilter(token: string): string {
 
 const decoder = new TextDecoder()
 
-/** Rebuild the held state from KV entries, delivered in stream order (a later entry wins). */
+/** Rebuild the recorded state from KV entries, delivered in stream order (a later entry wins). */
 export function decodeState(token: string, entries: readonly StateEntry[]): InventoryState {
-  const state: InventoryState = { revision: 0, items: new Map() }
+  const items = new Map<string, HeldItem>()
+  const state: InventoryState = { ...emptyProgress(), items, recorded: items }
   const itemKeyOf = new Map<string, string>()
   const snapshotKey = snapshotStateKey(token)
   for (const entry of entries) {
@@ -121,35 +146,105 @@ export function decodeState(token: string, entries: readonly StateEntry[]): Inve
       continue
     }
     const previous = itemKeyOf.get(entry.key)
-    if (previous !== undefined) state.items.delete(previous)
+    if (previous !== undefined) items.delete(previous)
     if (entry.operation !== 'PUT') continue
     const item = JSON.parse(decoder.decode(entry.value)) as Item
     const key = itemKey(item)
     itemKeyOf.set(entry.key, key)
-    state.items.set(key, { hash: itemHash(item), item })
+    items.set(key, { hash: itemHash(item), item })
+  }
+  state.markerSequence = state.snapshot?.sequence ?? 0
+  return state
+}
+
+function emptyProgress(): Pick<InventoryState, 'revision' | 'unrecorded' | 'markerSequence' | 'positions' | 'sinceMarker'> {
+  return { revision: 0, unrecorded: false, markerSequence: 0, positions: new Map(), sinceMarker: emptyResult() }
+}
+
+/**
+ * The stream sequence to replay after: the recorded marker's. With no record (a first export, or
+ * the first after a removal) the inventory's whole history on the stream, whose earlier lives end
+ * in tombstones. A record from before markers were placed: none, the bucket is all we know.
+ */
+export function replayFrom(state: InventoryState): number | undefined {
+  if (state.snapshot === undefined) return 0
+  return state.snapshot.sequence
+}
+
+function isMarker(body: ItemEvent | SnapshotMarker): body is SnapshotMarker {
+  return body.type === 'snapshot' || body.type === 'tombstone'
+}
+
+/**
+ * Apply what the stream holds after the recorded marker: the events and marker of an export that
+ * was published but not recorded. The result is what consumers have seen, so the next diff
+ * publishes only what they have not.
+ */
+export function replay(recorded: InventoryState, messages: readonly PublishedMessage[]): InventoryState {
+  if (messages.length === 0) return recorded
+  const items = new Map(recorded.items)
+  const state: InventoryState = { ...recorded, items, unrecorded: true, positions: new Map(), sinceMarker: emptyResult() }
+  for (const { seq, body } of messages) {
+    if (isMarker(body)) {
+      state.snapshot = body.type === 'snapshot' ? { checksum: body.checksum, itemCount: body.itemCount, sequence: seq } : undefined
+      if (body.type === 'tombstone') items.clear()
+      state.markerSequence = seq
+      state.sinceMarker = emptyResult()
+      continue
+    }
+    if (body.after) items.set(body.key, { hash: itemHash(body.after), item: body.after })
+    else items.delete(body.key)
+    state.positions.set(body.key, seq)
+    state.sinceMarker[body.type] += 1
   }
   return state
 }
 
-export function encodeHeldSnapshot(snapshot: Pick<Snapshot, 'checksum' | 'itemCount'>): string {
-  const held: HeldSnapshot = { checksum: snapshot.checksum, itemCount: snapshot.itemCount }
-  return JSON.stringify(held)
+export function encodeHeldSnapshot(held: HeldSnapshot): string {
+  return JSON.stringify({ checksum: held.checksum, itemCount: held.itemCount, sequence: held.sequence })
 }
 
-/** One export: from what the stream last said (previousChecksum at revision) to checksum. */
+/** One export: from what the stream last said (previousChecksum) to checksum. */
 export interface Transition extends InventoryAddress {
+  /** inventoryToken: ids of two inventories on one stream never meet. */
+  token: string
   previousChecksum: string | null
   checksum: string
   revision: number
+  markerSequence: number
+  positions: ReadonlyMap<string, number>
+}
+
+/** A transition from what `state` says consumers have seen. */
+export function transitionFrom(token: string, at: InventoryAddress, state: InventoryState, checksum: string): Transition {
+  return {
+    cluster: at.cluster,
+    inventory: at.inventory,
+    token,
+    previousChecksum: state.snapshot?.checksum ?? null,
+    checksum,
+    revision: state.revision,
+    markerSequence: state.markerSequence,
+    positions: state.positions,
+  }
 }
 
 /**
- * The message id of one event of a transition. A retry of the same export (same revision, same
- * checksums) gets the same ids and is dropped by the server; any later export, even one that
- * repeats an earlier transition (A→B→A→B, or delete and re-create), starts from a new revision.
+ * The message id of one item event: the item change itself (key, type, before and after hash),
+ * placed by the recorded export it follows (KV revision) and by the item's last unrecorded event
+ * on the stream. Not the snapshot: an interrupted export retried with a different snapshot
+ * re-publishes its changes under the same ids, and the server drops them. A later repeat of the
+ * same change (A→B→A→B) follows another event or export, so it gets a new id.
  */
-export function messageId(t: Transition, key: string, type: string): string {
-  return sha256(`${t.revision}:${t.previousChecksum ?? ''}>${t.checksum}|${key}|${type}`)
+export function itemMessageId(t: Transition, type: ItemEventType, key: string, before?: Item, after?: Item): string {
+  const at = t.positions.get(key) ?? 0
+  const hashes = `${before ? itemHash(before) : ''}>${after ? itemHash(after) : ''}`
+  return sha256(`${t.token}|${t.revision}:${at}|${key}|${type}|${hashes}`)
+}
+
+/** The marker's id: the snapshot transition, placed after the previous marker on the stream. */
+export function markerMessageId(t: Transition, type: MarkerType): string {
+  return sha256(`${t.token}|${t.revision}:${t.markerSequence}|${t.previousChecksum ?? ''}>${t.checksum}|${type}`)
 }
 
 function itemEvent(prefix: string, t: Transition, type: ItemEventType, key: string, before?: Item, after?: Item): OutgoingMessage {
@@ -163,7 +258,12 @@ function itemEvent(prefix: string, t: Transition, type: ItemEventType, key: stri
     ...(before ? { before } : {}),
     ...(after ? { after } : {}),
   }
-  return { subject: subjectFor(prefix, t, type), payload: JSON.stringify(event), msgID: messageId(t, key, type), checksum: t.checksum }
+  return {
+    subject: subjectFor(prefix, t, type),
+    payload: JSON.stringify(event),
+    msgID: itemMessageId(t, type, key, before, after),
+    checksum: t.checksum,
+  }
 }
 
 function marker(prefix: string, t: Transition, type: MarkerType, counts: WriteResult, itemCount: number): OutgoingMessage {
@@ -176,7 +276,7 @@ function marker(prefix: string, t: Transition, type: MarkerType, counts: WriteRe
     itemCount,
     ...counts,
   }
-  return { subject: subjectFor(prefix, t, 'snapshot'), payload: JSON.stringify(body), msgID: messageId(t, '', type), checksum: t.checksum }
+  return { subject: subjectFor(prefix, t, 'snapshot'), payload: JSON.stringify(body), msgID: markerMessageId(t, type), checksum: t.checksum }
 }
 
 export interface Encoded {
@@ -184,18 +284,24 @@ export interface Encoded {
   marker: OutgoingMessage
 }
 
-export function encodeExport(prefix: string, t: Transition, diff: ItemDiff, itemCount: number): Encoded {
+/** The marker counts every item event since the previous marker: `before` (unrecorded ones) plus `diff`. */
+export function encodeExport(prefix: string, t: Transition, diff: ItemDiff, itemCount: number, before: WriteResult): Encoded {
   const events: OutgoingMessage[] = []
   for (const after of diff.added) events.push(itemEvent(prefix, t, 'added', itemKey(after), undefined, after))
   for (const { before, after } of diff.changed) events.push(itemEvent(prefix, t, 'changed', itemKey(after), before, after))
   for (const { key, before } of diff.removed) events.push(itemEvent(prefix, t, 'removed', key, before))
-  return { events, marker: marker(prefix, t, 'snapshot', resultOf(diff), itemCount) }
+  return { events, marker: marker(prefix, t, 'snapshot', sumResults(before, resultOf(diff)), itemCount) }
 }
 
 /** deletionPolicy Delete: every held item is removed, then a tombstone on the snapshot subject. */
 export function encodeRemoval(prefix: string, t: Transition, held: InventoryState): Encoded {
   const events = [...held.items].map(([key, { item }]) => itemEvent(prefix, t, 'removed', key, item))
-  return { events, marker: marker(prefix, t, 'tombstone', { added: 0, changed: 0, removed: events.length }, 0) }
+  const counts = sumResults(held.sinceMarker, { added: 0, changed: 0, removed: events.length })
+  return { events, marker: marker(prefix, t, 'tombstone', counts, 0) }
+}
+
+function sumResults(a: WriteResult, b: WriteResult): WriteResult {
+  return { added: a.added + b.added, changed: a.changed + b.changed, removed: a.removed + b.removed }
 }
 
 /** KV puts (added and changed items) and the KV keys of removed items. */

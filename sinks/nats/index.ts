@@ -14,8 +14,12 @@ import {
   inventoryStateFilter,
   inventoryToken,
   itemsStateFilter,
+  replay,
+  replayFrom,
   snapshotStateKey,
   stateUpdates,
+  subjectFor,
+  transitionFrom,
   type InventoryAddress,
   type InventoryState,
 } from './encode.js'
@@ -25,10 +29,11 @@ export { natsSettings } from './config.js'
 
 /**
  * The NATS sink: one JetStream event per added, changed or removed item, then a snapshot marker.
- * What was last published lives in a KV bucket, written after the events, so a restarted
- * exporter diffs against what consumers have seen. The KV state is cached per inventory and
- * dropped on any failure, so the next attempt starts again from what the bucket holds. Throws a
- * permanent SinkError when the configuration is unusable.
+ * What was last published lives in a KV bucket, written after the events; an export interrupted
+ * in between left events the bucket does not know, so a cold start also reads the stream after
+ * the recorded marker and diffs against what consumers have seen. The state is cached per
+ * inventory and dropped on any failure, so the next attempt starts again from the bucket and the
+ * stream. Throws a permanent SinkError when the configuration is unusable.
  */
 export function createNatsSink(opts: SinkOptions): Sink {
   const settings = natsSettings(opts)
@@ -54,13 +59,18 @@ export function createNatsSink(opts: SinkOptions): Sink {
     return run
   }
 
-  async function held(token: string): Promise<InventoryState> {
+  async function held(token: string, at: InventoryAddress): Promise<InventoryState> {
     const cached = cache.get(token)
     if (cached) return cached
     const entries = await during('reading the published state', () =>
       service.readState(inventoryStateFilter(token), snapshotStateKey(token)),
     )
-    const state = decodeState(token, entries)
+    const recorded = decodeState(token, entries)
+    const from = replayFrom(recorded)
+    const unrecorded = from === undefined ? [] : await during('reading unrecorded events', () =>
+      service.readPublished(subjectFor(settings.subject, at, '*'), from),
+    )
+    const state = replay(recorded, unrecorded)
     cache.set(token, state)
     return state
   }
@@ -89,37 +99,51 @@ export function createNatsSink(opts: SinkOptions): Sink {
   }
 
   async function write(snapshot: Snapshot, token: string): Promise<WriteResult> {
-    const state = await held(token)
-    if (state.snapshot?.checksum === snapshot.checksum) return emptyResult()
+    const state = await held(token, snapshot)
+    if (!state.unrecorded && state.snapshot?.checksum === snapshot.checksum) return emptyResult()
     const diff = diffItems(state.items, snapshot.items, true)
-    const transition = {
-      cluster: snapshot.cluster,
-      inventory: snapshot.inventory,
-      previousChecksum: state.snapshot?.checksum ?? null,
-      checksum: snapshot.checksum,
-      revision: state.revision,
-    }
-    const { events, marker } = encodeExport(settings.subject, transition, diff, snapshot.itemCount)
+    const transition = transitionFrom(token, snapshot, state, snapshot.checksum)
+    const { events, marker } = encodeExport(settings.subject, transition, diff, snapshot.itemCount, state.sinceMarker)
     await during(`publishing events (${events.length})`, () => service.publish(events))
-    await during('publishing the snapshot marker', () => service.publish([marker]))
-    const { puts, removals } = stateUpdates(token, diff)
+    // An interrupted export may have published this very marker with nothing after it: keep that one.
+    const markerPublished = events.length === 0 && state.snapshot?.checksum === snapshot.checksum && isEmpty(state.sinceMarker)
+    const sequence = markerPublished
+      ? state.markerSequence
+      : await during('publishing the snapshot marker', () => service.publishAt(marker))
+    const { puts, removals } = stateUpdates(token, state.unrecorded ? diffItems(state.recorded, snapshot.items) : diff)
     await during('recording the published state', () => service.updateState(puts, removals))
-    // Last: until this put lands, a retry starts from the same revision and reuses the message ids.
-    const revision = await during('recording the published snapshot', () =>
-      service.putState(snapshotStateKey(token), encodeHeldSnapshot(snapshot)),
-    )
-    cache.set(token, { revision, snapshot: { checksum: snapshot.checksum, itemCount: snapshot.itemCount }, items: diff.next })
+    // Last: until this put lands, a retry starts from the same revision and replays the stream after the same marker.
+    const record = { checksum: snapshot.checksum, itemCount: snapshot.itemCount, sequence }
+    const revision = await during('recording the published snapshot', () => service.putState(snapshotStateKey(token), encodeHeldSnapshot(record)))
+    cache.set(token, {
+      revision,
+      snapshot: record,
+      items: diff.next,
+      recorded: diff.next,
+      unrecorded: false,
+      markerSequence: sequence,
+      positions: new Map(),
+      sinceMarker: emptyResult(),
+    })
     return resultOf(diff)
   }
 
   async function remove(at: InventoryAddress, token: string): Promise<void> {
-    const state = await held(token)
+    const state = await held(token, at)
     cache.delete(token)
-    if (state.snapshot === undefined && state.items.size === 0) return
-    const transition = { ...at, previousChecksum: state.snapshot?.checksum ?? null, checksum: EMPTY_CHECKSUM, revision: state.revision }
+    if (state.snapshot === undefined && state.items.size === 0) {
+      // Consumers hold nothing of it (a tombstone, or events that cancel out); only the bucket may.
+      if (state.unrecorded) await during('clearing the published state', () => service.clearState(itemsStateFilter(token), snapshotStateKey(token)))
+      return
+    }
+    const transition = transitionFrom(token, at, state, EMPTY_CHECKSUM)
     const { events, marker } = encodeRemoval(settings.subject, transition, state)
     await during(`publishing removed events (${events.length})`, () => service.publish(events))
     await during('publishing the tombstone', () => service.publish([marker]))
     await during('clearing the published state', () => service.clearState(itemsStateFilter(token), snapshotStateKey(token)))
   }
+}
+
+function isEmpty(counts: WriteResult): boolean {
+  return counts.added === 0 && counts.changed === 0 && counts.removed === 0
 }

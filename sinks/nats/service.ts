@@ -1,9 +1,9 @@
-import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
+import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
-import { connect, headers, nanos, type NatsConnection } from '@nats-io/transport-node'
+import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
 import { STATE_BUCKET, type NatsSettings } from './config.js'
-import type { OutgoingMessage, StateEntry } from './encode.js'
+import type { ItemEvent, OutgoingMessage, PublishedMessage, SnapshotMarker, StateEntry } from './encode.js'
 
 // Errors after which the same request can succeed: the connection, a timeout, JetStream not
 // answering (no responders while a server restarts), a concurrent writer.
@@ -30,7 +30,7 @@ export function isRetriable(err: unknown): boolean {
 /** Thrown when a KV read ends before the server said it was complete. */
 class StateReadInterrupted extends Error {
   constructor() {
-    super('reading the published state from the KV bucket was interrupted')
+    super('reading the published state was interrupted')
     this.name = 'StateReadInterrupted'
   }
 }
@@ -147,16 +147,68 @@ export class NatsService {
     if (!(info.config.subjects ?? []).some((pattern) => capturesEvents(pattern, subject))) {
       throw configError(this.settings.label, `stream ${stream} does not capture subjects ${subject}.>`)
     }
+    // A retry re-sends what a timed-out publish may still store: the server must drop the second copy.
+    const window = millis(info.config.duplicate_window ?? 0)
+    if (window < this.settings.requestTimeoutMillis) {
+      throw configError(
+        this.settings.label,
+        `stream ${stream} drops duplicates for ${window} ms only; the sink needs a duplicate_window of at least ${this.settings.requestTimeoutMillis} ms`,
+      )
+    }
   }
 
   /** Publish and await every ack, `window` in flight. */
   async publish(messages: readonly OutgoingMessage[]): Promise<void> {
     const { js } = await this.connected()
-    await forEachBounded(messages, this.settings.window, async (m) => {
-      const h = headers()
-      h.set('Kollect-Checksum', m.checksum)
-      await js.publish(m.subject, m.payload, { msgID: m.msgID, headers: h, timeout: this.settings.requestTimeoutMillis })
+    await forEachBounded(messages, this.settings.window, (m) => this.publishOne(js, m))
+  }
+
+  /** Publish one message and return its stream sequence (the original's, if the server dropped it as a duplicate). */
+  async publishAt(message: OutgoingMessage): Promise<number> {
+    const { js } = await this.connected()
+    return this.publishOne(js, message)
+  }
+
+  private async publishOne(js: JetStreamClient, m: OutgoingMessage): Promise<number> {
+    const h = headers()
+    h.set('Kollect-Checksum', m.checksum)
+    const ack = await js.publish(m.subject, m.payload, { msgID: m.msgID, headers: h, timeout: this.settings.requestTimeoutMillis })
+    return ack.seq
+  }
+
+  /**
+   * Every message on `filter` after stream sequence `after`, in order, or an error: never a
+   * silently partial list. One lookup when there is none (the usual case), an ordered consumer
+   * when there are.
+   */
+  async readPublished(filter: string, after: number): Promise<PublishedMessage[]> {
+    const { js, jsm } = await this.connected()
+    const { stream } = this.settings
+    // next_by_subj is STREAM.MSG.GET's "first message on this subject from seq"; the client's type lacks it.
+    const first = await jsm.streams.getMessage(stream, { seq: after + 1, next_by_subj: filter } as { seq: number })
+    if (first === null) return []
+    const consumer = await js.consumers.get(stream, {
+      filter_subjects: filter,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: first.seq,
     })
+    const out: PublishedMessage[] = []
+    let complete = false
+    const iter = await consumer.consume({ max_messages: this.settings.window })
+    try {
+      for await (const m of iter) {
+        out.push({ seq: m.seq, body: m.json<ItemEvent | SnapshotMarker>() })
+        if (m.info.pending === 0) {
+          complete = true
+          break
+        }
+      }
+    } finally {
+      await iter.close()
+    }
+    // The iterator also ends when the connection closes: that is not the end of the stream.
+    if (!complete || out[0]?.seq !== first.seq) throw new StateReadInterrupted()
+    return out
   }
 
   /** Every entry under `filter` in stream order, or an error: never a silently partial list. */

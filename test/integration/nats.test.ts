@@ -1,18 +1,34 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
-import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { itemKey } from '../../api/canonical.js'
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
+import { itemHash, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef } from '../../api/types.js'
 import { STATE_BUCKET } from '../../sinks/nats/config.js'
-import { inventoryToken, type ItemEvent, type SnapshotMarker } from '../../sinks/nats/encode.js'
+import {
+  decodeState,
+  inventoryToken,
+  itemMessageId,
+  snapshotStateKey,
+  markerMessageId,
+  replay,
+  type InventoryState,
+  type ItemEvent,
+  type SnapshotMarker,
+  type Transition,
+} from '../../sinks/nats/encode.js'
 import { createNatsSink } from '../../sinks/nats/index.js'
 import { capturesEvents } from '../../sinks/nats/service.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
 import { startNats, type NatsServer } from '../support/nats.js'
+import { NATS_WRITER, writerSnapshot } from '../support/nats-writer.js'
 import { freePort } from '../support/ports.js'
+import { startServerProcess } from '../support/process.js'
 
 const CLUSTER = 'lab-west'
 const SINK_ID = 'platform/events'
@@ -293,6 +309,107 @@ describe('nats sink (real nats-server with JetStream)', () => {
     assert.deepEqual(await s.write(snap), { added: 0, changed: 0, removed: 0 })
   })
 
+  test('exporter killed (-9) mid-publish, restarted with a different snapshot: every item change on the stream once', async (t) => {
+    const s = sink()
+    const n = 10_000
+    const s0 = snapshotOf(inv, makeItems(n))
+    await s.write(s0)
+    const base = await messageCount(s.stream)
+
+    // The child changes every item (s1); it is killed once about 15% of its events are on the stream.
+    const s1 = writerSnapshot(inv.namespace, inv.name, n, 42)
+    const scratch = mkdtempSync(path.join(os.tmpdir(), 'kollect-nats-writer-'))
+    t.after(() => rmSync(scratch, { recursive: true, force: true }))
+    const child = startServerProcess(
+      process.execPath,
+      [NATS_WRITER, nats.url, s.stream, s.subject, `${inv.namespace}/${inv.name}`, String(n), '42'],
+      path.join(scratch, 'writer.log'),
+    )
+    t.after(() => child.signalGroup('SIGKILL'))
+    const killAt = base + Math.round(n * 0.15)
+    const deadline = Date.now() + 60_000
+    while ((await messageCount(s.stream)) < killAt) {
+      assert.ok(!child.hasExited(), `the writer exited before it was killed:\n${child.logTail()}`)
+      assert.ok(Date.now() < deadline, 'the writer never got to 15%')
+      await new Promise((r) => setTimeout(r, 5))
+    }
+    child.signalGroup('SIGKILL')
+    assert.equal(await child.exited, 'SIGKILL')
+    const atKill = (await messages(s.stream)).slice(base)
+    t.diagnostic(`killed with ${atKill.length} of ${n} events published`)
+    assert.ok(atKill.length < n, 'the writer finished before the kill')
+    assert.ok(atKill.every((m) => m.body.type === 'changed'), 'no marker yet')
+
+    // Restarted (a new sink instance), the next snapshot differs: item 0 changed again, item 1 back as it was.
+    const [first, second] = [s1.items[0]!, s1.items[1]!]
+    const publishedBefore = new Set(atKill.map((m) => (m.body as ItemEvent).key))
+    assert.ok(publishedBefore.has(itemKey(first)) && publishedBefore.has(itemKey(second)), 'items 0 and 1 were published before the kill')
+    const again = bumpReplicas(first, 43)
+    const reverted = s0.items.find((i) => itemKey(i) === itemKey(second))!
+    const s2 = snapshotOf(inv, s1.items.map((i) => (i === first ? again : i === second ? reverted : i)))
+    const restarted = sink({ stream: s.stream, subject: s.subject })
+    const started = performance.now()
+    await restarted.write(s2)
+    t.diagnostic(`restart: read the KV and ${atKill.length} unrecorded events, published the rest, in ${(performance.now() - started).toFixed(0)} ms`)
+
+    const got = await messages(s.stream)
+    const perChange = new Map<string, number>()
+    const seen = new Map<string, string>()
+    for (const { body } of got) {
+      if (body.type === 'snapshot' || body.type === 'tombstone') continue
+      const e = body as ItemEvent
+      const change = `${e.key}|${e.type}|${e.after ? itemHash(e.after) : ''}`
+      perChange.set(change, (perChange.get(change) ?? 0) + 1)
+      if (e.after) seen.set(e.key, itemHash(e.after))
+      else seen.delete(e.key)
+    }
+    const duplicates = [...perChange.values()].filter((c) => c > 1).length
+    assert.equal(duplicates, 0, `${duplicates} item changes were published more than once`)
+    assert.equal(perChange.get(`${itemKey(again)}|changed|${itemHash(again)}`), 1, 'the item changed again: its new change once')
+    assert.equal(perChange.get(`${itemKey(reverted)}|changed|${itemHash(reverted)}`), 1, 'the reverted item: its change back once')
+    // A consumer folding the events holds exactly the final snapshot.
+    assert.deepEqual(seen, new Map(s2.items.map((i) => [itemKey(i), itemHash(i)])))
+
+    const markers = got.filter((m) => m.body.type === 'snapshot')
+    assert.deepEqual(markers.map((m) => m.body.checksum), [s0.checksum, s2.checksum], 'one marker per recorded snapshot, none for the killed one')
+    const last = markers[1]!.body as SnapshotMarker
+    assert.equal(last.previousChecksum, s0.checksum)
+    assert.equal(got.at(-1)!.body.type, 'snapshot', 'the marker closes every event')
+    // The marker counts the events since the previous marker, the killed export's included.
+    assert.equal(last.changed, got.length - base - 1)
+    assert.deepEqual(await sink({ stream: s.stream, subject: s.subject }).write(s2), { added: 0, changed: 0, removed: 0 })
+    assert.equal((await stateKeys(s.stream, s.subject, inv)).length, n + 1)
+  })
+
+  test('killed after the marker, before the record: a restart with the same snapshot publishes nothing and records it', async () => {
+    const s = sink()
+    const items = makeItems(40)
+    const s0 = snapshotOf(inv, items)
+    await s.write(s0)
+    const kv: KV = await new Kvm(js).open(STATE_BUCKET)
+    const key = snapshotStateKey(inventoryToken(s.stream, s.subject, { cluster: CLUSTER, inventory: inv }))
+    const record0 = (await kv.get(key))!.string()
+    const s1 = snapshotOf(inv, items.map((i, n) => (n < 5 ? bumpReplicas(i, 9) : i)))
+    await s.write(s1)
+    const count = await messageCount(s.stream)
+    await kv.put(key, record0) // the snapshot record as a kill before its put left it
+
+    const restarted = sink({ stream: s.stream, subject: s.subject })
+    assert.deepEqual(await restarted.write(s1), { added: 0, changed: 0, removed: 0 })
+    assert.equal(await messageCount(s.stream), count, 'neither events nor a second marker')
+    const record = JSON.parse((await kv.get(key))!.string()) as { checksum: string; sequence: number }
+    assert.equal(record.checksum, s1.checksum)
+    assert.equal(record.sequence, (await messages(s.stream)).at(-1)!.seq, 'recorded at the marker already on the stream')
+    // Recorded now: the next change is one event, its marker counting only it.
+    const s2 = snapshotOf(inv, items.map((i, n) => (n < 5 ? bumpReplicas(i, 9) : n === 6 ? bumpReplicas(i, 7) : i)))
+    assert.deepEqual(await sink({ stream: s.stream, subject: s.subject }).write(s2), { added: 0, changed: 1, removed: 0 })
+    const last = (await messages(s.stream)).slice(count)
+    assert.equal(last.length, 2)
+    const marker = last[1]!.body as SnapshotMarker
+    assert.equal(marker.previousChecksum, s1.checksum)
+    assert.equal(marker.changed, 1)
+  })
+
   test('timing: 10k-item initial export and a 1-item change', async (t) => {
     const s = sink()
     const items = makeItems(10_000)
@@ -379,6 +496,18 @@ describe('nats sink (real nats-server with JetStream)', () => {
     assert.match(err.message, /does not capture/)
   })
 
+  test('a stream whose duplicate window is shorter than a publish timeout is a permanent error', async () => {
+    await jsm.streams.add({ name: 'SHORTDUP', subjects: ['kollect-shortdup.>'], duplicate_window: nanos(1000) })
+    const s = sink({ stream: 'SHORTDUP', subject: 'kollect-shortdup' })
+    const err = await s.write(snapshotOf(inv, makeItems(1))).then(
+      () => assert.fail('expected a failure'),
+      (e: unknown) => e,
+    )
+    assert.ok(err instanceof SinkError && !err.retriable, String(err))
+    assert.match(err.message, /drops duplicates for 1000 ms only/)
+    assert.equal(await messageCount('SHORTDUP'), 0)
+  })
+
   test('which stream subjects capture the sink\'s events', () => {
     const cases: [string, string, boolean][] = [
       ['kollect.>', 'kollect', true],
@@ -393,6 +522,66 @@ describe('nats sink (real nats-server with JetStream)', () => {
       ['kollect', 'kollect', false],
     ]
     for (const [pattern, prefix, expected] of cases) assert.equal(capturesEvents(pattern, prefix), expected, `${pattern} ⊇ ${prefix}.>`)
+  })
+
+  test('message ids: the item change decides, not the snapshot; a repeat after another event or export is new', () => {
+    const [a, b] = makeItems(2)
+    const a2 = bumpReplicas(a!, 9)
+    const key = itemKey(a!)
+    const from = (over: Partial<Transition> = {}): Transition => ({
+      cluster: CLUSTER, inventory: inv, token: 'tok', previousChecksum: 'c0', checksum: 'c1',
+      revision: 7, markerSequence: 100, positions: new Map(), ...over,
+    })
+    const id = itemMessageId(from(), 'changed', key, a, a2)
+    const cases: { reason: string; other: string; same: boolean }[] = [
+      { reason: 'a retry of the same export', other: itemMessageId(from(), 'changed', key, a, a2), same: true },
+      { reason: 'the same change on its way to another snapshot (restart after a crash)', other: itemMessageId(from({ checksum: 'c2' }), 'changed', key, a, a2), same: true },
+      { reason: 'another after-state of the item', other: itemMessageId(from(), 'changed', key, a, b), same: false },
+      { reason: 'another before-state of the item', other: itemMessageId(from(), 'changed', key, b, a2), same: false },
+      { reason: 'the same change after a later recorded export (A→B→A→B)', other: itemMessageId(from({ revision: 8 }), 'changed', key, a, a2), same: false },
+      { reason: 'the same change after an unrecorded event of this item (added, removed, added again)', other: itemMessageId(from({ positions: new Map([[key, 140]]) }), 'changed', key, a, a2), same: false },
+      { reason: 'an unrecorded event of another item changes nothing', other: itemMessageId(from({ positions: new Map([[itemKey(b!), 140]]) }), 'changed', key, a, a2), same: true },
+      { reason: 'the same change in another inventory on the same stream', other: itemMessageId(from({ token: 'other' }), 'changed', key, a, a2), same: false },
+    ]
+    for (const c of cases) assert.equal(c.other === id, c.same, c.reason)
+    assert.equal(markerMessageId(from(), 'snapshot'), markerMessageId(from(), 'snapshot'), 'a retried marker')
+    assert.notEqual(markerMessageId(from(), 'snapshot'), markerMessageId(from({ markerSequence: 150 }), 'snapshot'), 'the same transition after another marker')
+    assert.notEqual(markerMessageId(from(), 'snapshot'), markerMessageId(from({ checksum: 'c2' }), 'snapshot'))
+  })
+
+  test('replay: unrecorded stream messages make the state consumers have seen', () => {
+    const [a, b, c] = makeItems(3)
+    const recorded: InventoryState = decodeState('tok', [])
+    recorded.items.set(itemKey(a!), { hash: itemHash(a!), item: a! })
+    recorded.items.set(itemKey(b!), { hash: itemHash(b!), item: b! })
+    recorded.snapshot = { checksum: 'c0', itemCount: 2, sequence: 10 }
+    recorded.markerSequence = 10
+    assert.equal(replay(recorded, []), recorded, 'nothing unrecorded: the record as it is')
+
+    const a2 = bumpReplicas(a!, 9)
+    const event = (type: ItemEvent['type'], key: string, after?: Item): ItemEvent =>
+      ({ type, cluster: CLUSTER, inventory: inv, key, checksum: 'c1', previousChecksum: 'c0', ...(after ? { after } : {}) })
+    const marker: SnapshotMarker = { type: 'snapshot', cluster: CLUSTER, inventory: inv, checksum: 'c1', previousChecksum: 'c0', itemCount: 2, added: 0, changed: 1, removed: 1 }
+    const seen = replay(recorded, [
+      { seq: 11, body: event('changed', itemKey(a!), a2) },
+      { seq: 12, body: event('removed', itemKey(b!)) },
+      { seq: 13, body: marker },
+      { seq: 14, body: event('added', itemKey(c!), c) },
+    ])
+    assert.equal(seen.unrecorded, true)
+    assert.deepEqual([...seen.items.keys()], [itemKey(a!), itemKey(c!)])
+    assert.equal(seen.items.get(itemKey(a!))?.hash, itemHash(a2))
+    assert.deepEqual(seen.snapshot, { checksum: 'c1', itemCount: 2, sequence: 13 })
+    assert.equal(seen.markerSequence, 13)
+    assert.deepEqual(seen.sinceMarker, { added: 1, changed: 0, removed: 0 }, 'events after the last marker count toward the next')
+    assert.deepEqual([...seen.positions], [[itemKey(a!), 11], [itemKey(b!), 12], [itemKey(c!), 14]])
+    assert.equal(seen.recorded.size, 2, 'the bucket\'s items stay as recorded')
+    assert.equal(recorded.items.size, 2, 'the record is not changed')
+
+    const tombstone: SnapshotMarker = { ...marker, type: 'tombstone', checksum: 'e', itemCount: 0 }
+    const removed = replay(seen, [{ seq: 15, body: tombstone }])
+    assert.equal(removed.items.size, 0)
+    assert.equal(removed.snapshot, undefined)
   })
 
   test('fixtures build distinct items', () => {
