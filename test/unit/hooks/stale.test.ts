@@ -1,5 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { validateStatus } from '../../../api/crd-schemas.js'
 import type { Condition } from '../../../api/types.js'
 import type { SyncRequest, SyncResponse } from '../../../hooks/request.js'
 import { staleItemsTargetSync, staleTargetSync, syncTarget } from '../../../hooks/target.js'
@@ -52,6 +53,7 @@ test('a dropped report answers the held generation and checksum, with Stale, and
     },
     children: [],
   })
+  assert.deepStrictEqual(validateStatus('KollectTarget', got.status), { valid: true }, 'the CRD\'s status schema takes the Stale condition')
 })
 
 test('stale items add Degraded StaleItemsKept, or join the message of a Degraded already there', () => {
