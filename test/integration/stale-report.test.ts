@@ -19,7 +19,7 @@ const INVENTORY = { namespace: NS, inventory: 'prod-inventory', target: 'prod-de
 const IMAGE = (tag: string) => `registry.example.com/payments/web-00001:${tag}`
 // Objects of the target's kind that its label selector filters out: they make a sync parse and
 // select for a while (about a second here) without changing its items.
-const PADDING = 6_000
+const PADDING = 9_000
 
 /** The Deployment web-00001 at a given image, object generation and resourceVersion. */
 function web(tag: string, generation: number, resourceVersion: string): KubeObject {
