@@ -187,6 +187,16 @@ export interface TargetReport {
   failedKeys: string[]
   /** itemHash of each item, in order, as the hooks computed it; spares the exporter the work. */
   itemHashes?: string[]
+  /**
+   * The target's metadata.uid, its generation and the hooks server's arrival stamp of the sync
+   * order reports (see isStaleReport). Hooks before issue 16 send none: their reports are
+   * accepted unordered.
+   */
+  uid?: string
+  /** Stamped when the sync arrived: strictly increasing per hooks process, comparable across replicas within their clock skew. */
+  sequence?: number
+  /** Parallel to items: each object's metadata.generation, null where it has none. */
+  itemGenerations?: (number | null)[]
 }
 
 export interface ResolvedSink extends ObjectRef {
@@ -251,11 +261,13 @@ export interface SinkCheck {
 
 /**
  * The exporter's answer to a target report. A refused report changes nothing: the target keeps
- * the items last accepted (or none, so its inventories wait for it).
+ * the items last accepted (or none, so its inventories wait for it). A Stale one is older than
+ * the report held; held* describe that one, so status need not move backwards.
  */
 export type ReportResult =
-  | { accepted: true }
+  | { accepted: true; /** Items older (metadata.generation) than the held ones, which were kept. */ staleItems?: number }
   | { accepted: false; reason: 'ResourceLimit'; message: string }
+  | { accepted: false; reason: 'Stale'; message: string; heldGeneration: number; heldChecksum: string }
 
 /** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
 export interface ExporterClient {

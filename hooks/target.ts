@@ -115,7 +115,8 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
 
   const scope = effectiveScope(ref.namespace, scopesOf(req, ref.namespace))
   const group = res.group ?? ''
-  const empty = (): TargetReport => ({ target: ref, generation, checksum: itemsChecksum([]), items: [], failedKeys: [] })
+  const uid = req.parent.metadata?.uid
+  const empty = (): TargetReport => ({ target: ref, generation, ...(uid ? { uid } : {}), checksum: itemsChecksum([]), items: [], failedKeys: [], itemGenerations: [] })
   if (!scope.resourceAllowed(group, res.kind)) {
     return fail('ScopeResourceDenied', `${res.kind}${group ? '.' + group : ''} is not allowed by the scope of namespace ${ref.namespace}${scopeNames(scope)}`, empty())
   }
@@ -153,6 +154,8 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   }
   const objects = related(req, key)
   const items: Item[] = []
+  /** metadata.generation by object uid, so it follows the items through the sort. */
+  const generations = new Map<string, number | null>()
   const failedKeys: string[] = []
   const counts: Counts = { ...NO_COUNTS }
   let itemBytes = 0
@@ -182,6 +185,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
         return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
       }
       items.push({ ...identity, attributes: out.attributes })
+      generations.set(identity.uid, typeof object.metadata?.generation === 'number' ? object.metadata.generation : null)
       counts.extractedCount++
     }
   } catch (err) {
@@ -202,7 +206,16 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   }
   return {
     response: targetResponse(counts, checksum, resourceStatus, conditions, generation),
-    report: { target: ref, generation, checksum, items, failedKeys: failedKeys.sort(), itemHashes: items.map(itemHash) },
+    report: {
+      target: ref,
+      generation,
+      ...(uid ? { uid } : {}),
+      checksum,
+      items,
+      failedKeys: failedKeys.sort(),
+      itemHashes: items.map(itemHash),
+      itemGenerations: items.map((item) => generations.get(item.uid) ?? null),
+    },
   }
 }
 
@@ -297,4 +310,31 @@ export function refusedTargetSync(response: SyncResponse, message: string): Sync
   const conditions = (response.status['conditions'] as Condition[]).filter((c) => c.type !== 'Ready')
   conditions.push(condition('Ready', false, 'ResourceLimit', message, generation))
   return { ...response, status: { ...response.status, lastError: truncate(message, 256), checksum: '', conditions: sortConditions(conditions) } }
+}
+
+/**
+ * Status for a sync whose report the exporter dropped as older than the one it holds: status
+ * must not move backwards, so observedGeneration and checksum are the held report's, every
+ * condition is raised to that generation, and Stale says why. The counts are this sync's.
+ */
+export function staleTargetSync(response: SyncResponse, stale: { message: string; heldGeneration: number; heldChecksum: string }): SyncResponse {
+  const generation = Math.max(stale.heldGeneration, response.status['observedGeneration'] as number)
+  const conditions = (response.status['conditions'] as Condition[]).map((c): Condition => ({ ...c, observedGeneration: Math.max(c.observedGeneration ?? 0, generation) }))
+  conditions.push(condition('Stale', true, 'StaleReportDropped', stale.message, generation))
+  return { ...response, status: { ...response.status, observedGeneration: generation, checksum: stale.heldChecksum, conditions: sortConditions(conditions) } }
+}
+
+/**
+ * Status for a sync some of whose objects were older (metadata.generation) than the items the
+ * exporter holds for them: those keep the held items, and Degraded says how many.
+ */
+export function staleItemsTargetSync(response: SyncResponse, staleItems: number): SyncResponse {
+  const generation = response.status['observedGeneration'] as number
+  const message = `${staleItems} ${staleItems === 1 ? 'object was' : 'objects were'} older (metadata.generation) than the exporter's items for them; the newer items were kept`
+  const conditions = response.status['conditions'] as Condition[]
+  const degraded = conditions.find((c) => c.type === 'Degraded')
+  const rest = conditions.filter((c) => c !== degraded)
+  // One condition per type: an existing Degraded keeps its reason and gains the message.
+  rest.push(degraded ? { ...degraded, message: truncate(`${degraded.message}; ${message}`) } : condition('Degraded', true, 'StaleItemsKept', message, generation))
+  return { ...response, status: { ...response.status, conditions: sortConditions(rest) } }
 }

@@ -89,8 +89,7 @@ export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 
       return { accepted: false, reason: 'ResourceLimit', message: `the exporter refused a report of ${r.items.length} items (${Buffer.byteLength(body)} bytes of JSON): ${reason}; split the target or trim the profile` }
     }
     if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
-    const result = JSON.parse(res.text) as Partial<ReportResult>
-    return result.accepted === false ? { accepted: false, reason: 'ResourceLimit', message: String(result.message) } : { accepted: true }
+    return reportResultOf(JSON.parse(res.text) as Record<string, unknown>)
   }
   // One report in flight at a time: the exporter then parses at most one report body at once,
   // which is what its memory sizing assumes.
@@ -111,4 +110,16 @@ export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 
       return res.ok ? res.text() : ''
     },
   }
+}
+
+/** The exporter's answer, rebuilt field by field: only what the contract names reaches status. */
+function reportResultOf(r: Record<string, unknown>): ReportResult {
+  if (r['accepted'] !== false) {
+    const staleItems = Number(r['staleItems'])
+    return Number.isInteger(staleItems) && staleItems > 0 ? { accepted: true, staleItems } : { accepted: true }
+  }
+  if (r['reason'] === 'Stale') {
+    return { accepted: false, reason: 'Stale', message: String(r['message']), heldGeneration: Number(r['heldGeneration']) || 0, heldChecksum: String(r['heldChecksum'] ?? '') }
+  }
+  return { accepted: false, reason: 'ResourceLimit', message: String(r['message']) }
 }

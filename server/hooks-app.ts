@@ -6,7 +6,7 @@ import { composeInventory, customizeInventory, finalizeInventoryResponse, syncIn
 import { syncProfile } from '../hooks/profile-sync.js'
 import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
 import { customizeSink, mayCheck, reviewSink, sinkSyncResponse } from '../hooks/sink-sync.js'
-import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync } from '../hooks/target.js'
+import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../hooks/target.js'
 import { authorized } from './auth.js'
 import type { Config } from './config.js'
 import type { PluralResolver } from './discovery.js'
@@ -122,10 +122,15 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   // Target syncs carry the big bodies and the user expressions: the body is parsed, checked and
   // extracted in a child process with a deadline from the sync's arrival, so this route sees the
   // raw bytes only (and sniffs the namespace that queues them).
+  const nextSequence = reportSequence()
+  const arrivals = new WeakMap<FastifyRequest, number>()
   await app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
     raw.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, bytes, done) => done(null, bytes))
-    route('targets', 'sync', null, async (body, _request, reply) => {
+    // Stamped on arrival, before the body is read: a sync that arrives later carries newer state
+    // (Metacontroller never runs two syncs of one parent at once), however long each one parses.
+    raw.addHook('onRequest', async (request) => { arrivals.set(request, nextSequence()) })
+    route('targets', 'sync', null, async (body, request, reply) => {
       const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
       const outcome = await pool.run(bytes, { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) })
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
@@ -144,9 +149,19 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
       let { response } = outcome.result
       if (stopped) metrics.hookShed.inc({ reason: stopped })
       if (report) {
-        const result = await callExporter(() => exporter.reportTarget(report))
-        metrics.itemsExtracted.inc({ target: refKey(report.target) }, report.items.length)
-        if (!result.accepted) response = refusedTargetSync(response, result.message)
+        const sequence = arrivals.get(request) ?? nextSequence()
+        const result = await callExporter(() => exporter.reportTarget({ ...report, sequence }))
+        const target = refKey(report.target)
+        metrics.itemsExtracted.inc({ target }, report.items.length)
+        if (!result.accepted && result.reason === 'Stale') {
+          metrics.staleReports.inc({ target, dropped: 'report' })
+          request.log.info({ target, generation: report.generation, sequence, heldGeneration: result.heldGeneration }, 'target report dropped as stale')
+          response = staleTargetSync(response, result)
+        } else if (!result.accepted) response = refusedTargetSync(response, result.message)
+        else if (result.staleItems) {
+          metrics.staleReports.inc({ target, dropped: 'items' }, result.staleItems)
+          response = staleItemsTargetSync(response, result.staleItems)
+        }
       }
       const failed = (response.status['failedCount'] as number | undefined) ?? 0
       if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)
@@ -198,6 +213,15 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     return reply.type(metrics.registry.contentType).send(more ? `${own}\n${more}` : own)
   })
   return app
+}
+
+/**
+ * A hybrid clock in microseconds: wall time, but strictly increasing in one process. Replicas'
+ * stamps compare as far as their clocks agree (see docs/design.md, Stale reports).
+ */
+export function reportSequence(now: () => number = Date.now): () => number {
+  let last = 0
+  return () => (last = Math.max(now() * 1000, last + 1))
 }
 
 /** Metacontroller always sends every key; curl users may not. Absent maps are empty. */

@@ -8,6 +8,7 @@ export interface Metrics {
   itemsExtracted: Counter<'target'>
   extractionErrors: Counter<'target'>
   hookShed: Counter<'reason'>
+  staleReports: Counter<'target' | 'dropped'>
   exporterObserver: ExporterObserver
   /** The exporter's item budget and namespace share, in bytes. */
   setItemBudget(bytes: { exporter: number; namespace: number }): void
@@ -35,6 +36,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
   const itemsExtracted = new Counter({ name: 'kollect_items_extracted_total', help: 'Items extracted by target syncs, by target (namespace/name).', labelNames: ['target'] as const, registers: [hooks] })
   const extractionErrors = new Counter({ name: 'kollect_extraction_errors_total', help: 'Objects whose extraction had errors, by target (namespace/name).', labelNames: ['target'] as const, registers: [hooks] })
   const hookShed = new Counter({ name: 'kollect_hook_shed_total', help: 'Hook requests refused with 429 (reason requests|bytes|queue) or target syncs stopped by their budget (EvaluationTimeout|ResourceLimit).', labelNames: ['reason'] as const, registers: [hooks] })
+  const staleReports = new Counter({ name: 'kollect_stale_reports_total', help: 'Target reports the exporter found older than what it holds, by target (namespace/name): dropped whole (dropped=report) or items kept at their newer generation (dropped=items, counted per item).', labelNames: ['target', 'dropped'] as const, registers: [hooks] })
   const exports = new Counter({ name: 'kollect_exports_total', help: 'Sink write attempts, by sink (namespace/name) and result (success|failure).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
   const exportDuration = new Histogram({ name: 'kollect_export_duration_seconds', help: 'Time of successful sink writes, by sink.', labelNames: ['sink'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], registers: [exporter] })
   const driftChecks = new Counter({ name: 'kollect_drift_checks_total', help: 'Drift checks of sinks of record, by sink and result (in-step|drifted|repaired|error).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
@@ -63,6 +65,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     itemsExtracted,
     extractionErrors,
     hookShed,
+    staleReports,
     exporterObserver: {
       onExport(e) {
         const sink = sinkLabel(e.sink)

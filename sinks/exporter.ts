@@ -7,6 +7,7 @@ import { ItemBudget, UNBOUNDED, type BudgetLimit, type BudgetOptions } from './b
 import { driftMessage, driftSettings } from './drift.js'
 import type { PendingJournal } from './pending-journal.js'
 import { DEFAULT_BACKOFF, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
+import { isStaleItem, isStaleReport, type ReportStamp } from './report-order.js'
 import type { DriftResult, Sink, WriteResult } from './sink.js'
 
 export interface Clock {
@@ -73,6 +74,11 @@ interface TargetState {
   items: Map<string, Item>
   /** What the budget charged for items. */
   bytes: number
+  /** Of the last accepted report: what orders the next one (isStaleReport), and what a stale one is told. */
+  stamp: ReportStamp
+  checksum: string
+  /** metadata.generation of the held items that had one, by item key. */
+  generations: Map<string, number>
 }
 
 interface SinkRuntime {
@@ -142,17 +148,43 @@ export class Exporter implements ExporterClient {
   }
 
   /**
-   * Replaces the target's items, unless that would take its namespace over its share or the
-   * exporter over its budget: then nothing changes and the result says why.
+   * Replaces the target's items, unless the report is older than the one held (Stale), or that
+   * would take its namespace over its share or the exporter over its budget: then nothing changes
+   * and the result says why. An item older than the held one (metadata.generation) keeps the held one.
    */
   async reportTarget(report: TargetReport): Promise<ReportResult> {
     const key = refKey(report.target)
     const previous = this.targets.get(key)
+    if (previous && isStaleReport(previous.stamp, report)) {
+      const { generation, sequence } = previous.stamp
+      // The sequences are arrival times: the log may have them, status may not (it must not move with the clock).
+      this.log('info', 'target report dropped: older than the one held', { target: key, generation: report.generation, sequence: report.sequence, heldGeneration: generation, heldSequence: sequence })
+      return {
+        accepted: false,
+        reason: 'Stale',
+        message: report.generation < generation
+          ? `the exporter holds a report of generation ${generation}; this one, of generation ${report.generation}, was dropped as stale`
+          : `the exporter holds a later report of generation ${generation}; this one, of the same generation but an earlier sync, was dropped as stale`,
+        heldGeneration: generation,
+        heldChecksum: previous.checksum,
+      }
+    }
     const items = new Map<string, Item>()
+    const generations = new Map<string, number>()
+    let staleItems = 0
     report.items.forEach((item, i) => {
       const k = itemKey(item)
-      const hash = report.itemHashes?.[i] ?? itemHash(item)
       const old = previous?.items.get(k)
+      const generation = report.itemGenerations?.[i]
+      const heldGeneration = previous?.generations.get(k)
+      if (old && isStaleItem(heldGeneration, generation)) {
+        staleItems++
+        items.set(k, old)
+        generations.set(k, heldGeneration as number)
+        return
+      }
+      if (typeof generation === 'number') generations.set(k, generation)
+      const hash = report.itemHashes?.[i] ?? itemHash(item)
       // Keep the old object when nothing changed: its hash and rendered text are cached by identity.
       if (old && itemHash(old) === hash) items.set(k, old)
       else {
@@ -163,7 +195,11 @@ export class Exporter implements ExporterClient {
     // An object whose extraction failed keeps its last good item instead of vanishing downstream.
     for (const failed of report.failedKeys ?? []) {
       const old = previous?.items.get(failed)
-      if (old && !items.has(failed)) items.set(failed, old)
+      if (old && !items.has(failed)) {
+        items.set(failed, old)
+        const held = previous?.generations.get(failed)
+        if (held !== undefined) generations.set(failed, held)
+      }
     }
     // A periodic resync reports the same items: exporting nothing new must not flip status to Pending.
     const changed = !previous || previous.items.size !== items.size || [...items].some(([k, item]) => previous.items.get(k) !== item)
@@ -177,13 +213,16 @@ export class Exporter implements ExporterClient {
       this.log('warn', 'target report refused: over the item budget', { target: key, limit: over, items: items.size, bytes })
       return refusal
     }
-    this.targets.set(key, { items, bytes })
+    const stamp: ReportStamp = { uid: report.uid, generation: report.generation, sequence: report.sequence }
+    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations })
     this.charge(report.target, before, bytes)
-    if (!changed) return { accepted: true }
+    if (staleItems > 0) this.log('info', 'target report had items older than the held ones; kept the held ones', { target: key, staleItems, sequence: report.sequence })
+    const accepted: ReportResult = staleItems > 0 ? { accepted: true, staleItems } : { accepted: true }
+    if (!changed) return accepted
     for (const inv of this.inventories.values()) {
       if (inv.composition.targets.some((t) => refKey(t) === key)) this.markDirty(inv)
     }
-    return { accepted: true }
+    return accepted
   }
 
   async removeTarget(target: ObjectRef): Promise<void> {

@@ -63,6 +63,8 @@ export function send(base: string, urlPath: string, options: SendOptions = {}): 
 export interface HeldRequest {
   /** Write the rest of the body. */
   finish(): void
+  /** Resolves once finish() has handed the whole body to the socket. */
+  sent: Promise<void>
   /** Drop the connection mid-body, as a client that went away. */
   abort(): void
   response: Promise<RawResponse>
@@ -93,12 +95,15 @@ export function holdRequest(base: string, urlPath: string, body: string | Buffer
   req.flushHeaders()
   req.write(data.subarray(0, 1024))
   let finished = false
+  let markSent!: () => void
+  const sent = new Promise<void>((resolve) => { markSent = resolve })
   return {
     response,
+    sent,
     finish: () => {
       if (finished) return
       finished = true
-      if (!req.destroyed) req.end(data.subarray(1024))
+      if (!req.destroyed) req.end(data.subarray(1024), markSent)
     },
     abort: () => {
       finished = true

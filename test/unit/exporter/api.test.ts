@@ -74,3 +74,20 @@ test('a pending change and the time until it is due cross the API, so a split ho
   assert.equal(state.nextChangeInMs, 10_000)
   assert.deepEqual(state, await h.exporter.applyInventory(composition({ debounceMs: 10_000 })))
 })
+
+test('a Stale drop and a count of stale items cross the API as they left the exporter', LIMIT, async (t) => {
+  const h = harness(t)
+  const client = await serve(t, h.exporter, reportBodyLimit(1_000_000))
+  const [a] = itemsOf(T1, 1)
+  assert.ok(a)
+  const held = { ...report(T1, [a], [], 5), uid: 'u', sequence: 2000, itemGenerations: [7] }
+  assert.deepEqual(await client.reportTarget(held), { accepted: true })
+  assert.deepEqual(await client.reportTarget({ ...held, generation: 4, sequence: 3000 }), {
+    accepted: false,
+    reason: 'Stale',
+    message: 'the exporter holds a report of generation 5; this one, of generation 4, was dropped as stale',
+    heldGeneration: 5,
+    heldChecksum: held.checksum,
+  })
+  assert.deepEqual(await client.reportTarget({ ...held, sequence: 4000, itemGenerations: [6] }), { accepted: true, staleItems: 1 })
+})

@@ -189,7 +189,8 @@ function synced(counts: Counts, items: Item[], conditions: Condition[], failedKe
       status: { observedGeneration: 1, lastError: '', ...counts, checksum, conditions, resource: RESOURCE },
       children: [],
     },
-    report: { target: TARGET_REF, generation: 1, checksum, items, failedKeys, itemHashes: items.map(itemHash) },
+    // The example objects are all at metadata.generation 3.
+    report: { target: TARGET_REF, generation: 1, uid: 'uid-prod-deploys', checksum, items, failedKeys, itemHashes: items.map(itemHash), itemGenerations: items.map(() => 3) },
   }
 }
 
@@ -206,7 +207,7 @@ function refused(reason: string, message: string, opts: { emptyReport?: boolean;
   if (opts.resource !== null) status['resource'] = opts.resource ?? RESOURCE
   return {
     response: { status, children: [] },
-    report: opts.emptyReport ? { target: TARGET_REF, generation: 1, checksum: itemsChecksum([]), items: [], failedKeys: [] } : null,
+    report: opts.emptyReport ? { target: TARGET_REF, generation: 1, uid: 'uid-prod-deploys', checksum: itemsChecksum([]), items: [], failedKeys: [], itemGenerations: [] } : null,
   }
 }
 
