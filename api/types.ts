@@ -272,7 +272,8 @@ export type ReportResult =
 /** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
 export interface ExporterClient {
   reportTarget(report: TargetReport): Promise<ReportResult>
-  removeTarget(target: ObjectRef): Promise<void>
+  /** The target was finalized; with its uid, a report of that uid arriving later is dropped as stale. */
+  removeTarget(target: ObjectRef & { uid?: string }): Promise<void>
   applyInventory(composition: InventoryComposition): Promise<InventoryExportState>
   finalizeInventory(composition: InventoryComposition): Promise<FinalizeResult>
   checkSink(sink: ResolvedSink): Promise<SinkCheck>

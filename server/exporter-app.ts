@@ -56,7 +56,7 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   })
   const e = deps.exporter
   app.post(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn', bodyLimit: deps.reportBodyLimit }, async (req) => e.reportTarget(req.body as TargetReport))
-  app.post(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn' }, async (req) => { await e.removeTarget(req.body as ObjectRef); return {} })
+  app.post(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn' }, async (req) => { await e.removeTarget(req.body as ObjectRef & { uid?: string }); return {} })
   app.post(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn' }, async (req) => e.applyInventory(req.body as InventoryComposition))
   app.post(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn' }, async (req) => e.finalizeInventory(req.body as InventoryComposition))
   app.post(EXPORTER_ROUTES.checkSink, { logLevel: 'warn' }, async (req) => e.checkSink(req.body as ResolvedSink))

@@ -170,7 +170,8 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   })
   route('targets', 'finalize', syncSchema, async (body) => {
     const req = normaliseSync(body)
-    await callExporter(() => exporter.removeTarget(parentRef(req.parent)))
+    const uid = req.parent.metadata?.uid
+    await callExporter(() => exporter.removeTarget(typeof uid === 'string' && uid !== '' ? { ...parentRef(req.parent), uid } : parentRef(req.parent)))
     return finalizeTarget(req)
   })
   route('inventories', 'customize', customizeSchema, async (body) => customizeInventory(body as CustomizeRequest))

@@ -51,6 +51,9 @@ export interface ExporterObserver {
   onReportRefused?(target: ObjectRef, limit: BudgetLimit): void
 }
 
+/** Finalized targets remembered, oldest forgotten first. */
+const FINALIZED_TARGETS_KEPT = 10_000
+
 /** How long a healthcheck answer is reused, and how long one may take. */
 export const SINK_CHECK_TTL_MS = 30_000
 export const SINK_CHECK_TIMEOUT_MS = 4_000
@@ -128,6 +131,8 @@ interface PooledSink {
  */
 export class Exporter implements ExporterClient {
   private readonly targets = new Map<string, TargetState>()
+  /** uid of each finalized target, so a sync still in flight at its finalize cannot bring it back. */
+  private readonly finalizedTargets = new Map<string, string>()
   private readonly inventories = new Map<string, InventoryRuntime>()
   private readonly pool = new Map<string, PooledSink>()
   private readonly checks = new Map<string, { at: number; result: SinkCheck }>()
@@ -154,6 +159,14 @@ export class Exporter implements ExporterClient {
    */
   async reportTarget(report: TargetReport): Promise<ReportResult> {
     const key = refKey(report.target)
+    const finalizedUid = this.finalizedTargets.get(key)
+    if (finalizedUid !== undefined) {
+      if (report.uid === finalizedUid) {
+        this.log('info', 'target report dropped: the target was finalized', { target: key, generation: report.generation, sequence: report.sequence })
+        return { accepted: false, reason: 'Stale', message: 'the target was finalized; a report of it that arrives later was dropped as stale', heldGeneration: report.generation, heldChecksum: '' }
+      }
+      this.finalizedTargets.delete(key) // recreated under the same name
+    }
     const previous = this.targets.get(key)
     if (previous && isStaleReport(previous.stamp, report)) {
       const { generation, sequence } = previous.stamp
@@ -225,8 +238,14 @@ export class Exporter implements ExporterClient {
     return accepted
   }
 
-  async removeTarget(target: ObjectRef): Promise<void> {
+  async removeTarget(target: ObjectRef & { uid?: string }): Promise<void> {
     const key = refKey(target)
+    if (target.uid) {
+      this.finalizedTargets.delete(key)
+      this.finalizedTargets.set(key, target.uid)
+      // Only late syncs need it, and they come within a hook timeout: a bound keeps churn from growing it.
+      if (this.finalizedTargets.size > FINALIZED_TARGETS_KEPT) this.finalizedTargets.delete(this.finalizedTargets.keys().next().value as string)
+    }
     const previous = this.targets.get(key)
     if (!previous) return
     this.targets.delete(key)

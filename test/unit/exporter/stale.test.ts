@@ -156,3 +156,17 @@ test('reportTarget: reports without uid, sequence or itemGenerations (hooks befo
   await exporter.idle()
   assert.deepEqual(sink.lastWrite?.snapshot, expected([old]))
 })
+
+test('reportTarget: a sync still in flight when its target was finalized cannot bring the target back; a recreated one can', LIMIT, async (t) => {
+  const { exporter } = harness(t)
+  const [a] = itemsOf(T1, 1)
+  assert.ok(a)
+  assert.deepEqual(await exporter.reportTarget(stamped([a], 3, 1000)), { accepted: true })
+  await exporter.removeTarget({ ...T1, uid: UID })
+  const late = await exporter.reportTarget(stamped([a], 3, 900))
+  assert.equal(late.accepted, false)
+  assert.equal(late.accepted === false && late.reason, 'Stale')
+  const state = await exporter.applyInventory(composition())
+  assert.deepEqual(state.missingTargets, [T1], 'the exporter does not hold the finalized target again')
+  assert.deepEqual(await exporter.reportTarget(stamped([a], 1, 5000, { uid: 'uid-recreated' })), { accepted: true }, 'the same name with a new uid is a new target')
+})
