@@ -194,19 +194,22 @@ export class NatsService {
     })
     const out: PublishedMessage[] = []
     let complete = false
-    const iter = await consumer.consume({ max_messages: this.settings.window })
-    try {
-      for await (const m of iter) {
+    // Batches that expire, not an endless consume(): a consumer that stops delivering (a reset
+    // under load, a server going away) ends the read as interrupted, and the write is retried.
+    while (!complete) {
+      const batch = await consumer.fetch({ max_messages: this.settings.window, expires: this.settings.requestTimeoutMillis })
+      let received = 0
+      for await (const m of batch) {
+        received++
         out.push({ seq: m.seq, body: m.json<ItemEvent | SnapshotMarker>() })
         if (m.info.pending === 0) {
           complete = true
           break
         }
       }
-    } finally {
-      await iter.close()
+      if (received === 0) break
     }
-    // The iterator also ends when the connection closes: that is not the end of the stream.
+    // A batch also ends when the connection closes: that is not the end of the stream.
     if (!complete || out[0]?.seq !== first.seq) throw new StateReadInterrupted()
     return out
   }

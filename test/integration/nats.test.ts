@@ -87,18 +87,25 @@ describe('nats sink (real nats-server with JetStream)', () => {
     if (total === 0) return []
     const consumer = await js.consumers.get(stream)
     const out: Received[] = []
-    const iter = await consumer.consume()
-    for await (const m of iter) {
-      out.push({
-        subject: m.subject,
-        seq: m.seq,
-        body: m.json(),
-        checksumHeader: m.headers?.get('Kollect-Checksum'),
-        msgId: m.headers?.get('Nats-Msg-Id'),
-      })
-      if (m.info.pending === 0) break
+    // Expiring batches: a consumer that stops delivering under load fails the read, never hangs it.
+    for (let done = false; !done;) {
+      let received = 0
+      for await (const m of await consumer.fetch({ max_messages: 1000, expires: 5_000 })) {
+        received++
+        out.push({
+          subject: m.subject,
+          seq: m.seq,
+          body: m.json(),
+          checksumHeader: m.headers?.get('Kollect-Checksum'),
+          msgId: m.headers?.get('Nats-Msg-Id'),
+        })
+        if (m.info.pending === 0) {
+          done = true
+          break
+        }
+      }
+      assert.ok(done || received > 0, `the stream stopped delivering after ${out.length} of ${total} messages`)
     }
-    await iter.close()
     assert.equal(out.length, total)
     return out
   }
