@@ -27,7 +27,8 @@ async function main(args: string[]): Promise<void> {
 /** The compiled script, for spawning. */
 export const NATS_WRITER = fileURLToPath(import.meta.url)
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === NATS_WRITER) {
+// `node --test dist/test` also loads this file, with no arguments: only a spawn with arguments writes.
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === NATS_WRITER && process.argv.length > 2) {
   main(process.argv.slice(2)).catch((err: unknown) => {
     console.error(err)
     process.exit(1)
