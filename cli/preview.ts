@@ -10,7 +10,7 @@ import { isClusterScoped, wellKnownNamespaced, wellKnownPlural, type PluralResol
 import { compileProfile, describeProblem, type CompiledProfile } from '../hooks/profile.js'
 import { related, typeKey, type ObjectMap, type SyncRequest } from '../hooks/request.js'
 import { effectiveScope } from '../hooks/scope.js'
-import { select, splitApiVersion } from '../hooks/select.js'
+import { describeRejection, select, splitApiVersion } from '../hooks/select.js'
 import { PROFILE_KEY, SCOPE_KEY, scopesOf, syncTarget, targetPredicates } from '../hooks/target.js'
 import { formatItems, OUTPUTS, type Output } from './format.js'
 import { EXIT_INVALID, EXIT_OK, Progress, readInput, UsageError, type Io } from './io.js'
@@ -337,15 +337,15 @@ function explain(req: SyncRequest, spec: KollectTargetSpec, namespace: string, p
   objects.forEach(({ key, object }, i) => {
     progress.update(i + 1, 'checked', objects.length)
     const input = expressionInput(object, profile.redactor)
-    const reason = select(input, predicates)
-    if (reason !== null) {
-      if (reason.startsWith('matchPolicy failed')) record('matchPolicy', `${key}: ${reason.slice('matchPolicy failed: '.length)}`)
+    const rejection = select(input, predicates)
+    if (rejection !== null) {
+      if (rejection.type === 'matchPolicyFailed') record('matchPolicy', `${key}: ${rejection.error}`)
       else {
-        const ns = /^namespace (\S*) (is not selected|is denied by scope)$/.exec(reason)
-        const bucket = ns ? `namespace ${ns[2]}` : reason
+        const namespace = rejection.type === 'namespaceDenied' || rejection.type === 'namespaceNotSelected' ? rejection.namespace : null
+        const bucket = rejection.type === 'namespaceDenied' ? 'namespace is denied by scope' : rejection.type === 'namespaceNotSelected' ? 'namespace is not selected' : describeRejection(rejection)
         const b = out.notSelected.get(bucket) ?? { count: 0, namespaces: new Set<string>() }
         b.count++
-        if (ns) b.namespaces.add(ns[1] as string)
+        if (namespace !== null) b.namespaces.add(namespace)
         out.notSelected.set(bucket, b)
       }
       return

@@ -3,9 +3,32 @@ import { celError, type CelProgram } from './cel.js'
 import { ResourceLimitError } from './limits.js'
 import type { EffectiveScope } from './scope.js'
 
-// Selection is a chain of named predicates. Each returns null when the object passes, or the
-// reason it does not, for logs and status.
-export type Predicate = (object: KubeObject) => string | null
+// Selection is a chain of named predicates. Each returns null when the object passes, or why it
+// does not: a typed rejection that callers branch on, with describeRejection for logs and status.
+export type Rejection =
+  | { type: 'namespaceDenied'; namespace: string }
+  | { type: 'namespaceNotSelected'; namespace: string }
+  | { type: 'clusterScopedNotAllowed' }
+  | { type: 'labelsDoNotMatch' }
+  | { type: 'matchPolicyFailed'; error: string }
+  | { type: 'matchPolicyNotBool' }
+  | { type: 'matchPolicyFalse' }
+  | { type: 'kindNotAllowed'; kind: string }
+
+export type Predicate = (object: KubeObject) => Rejection | null
+
+export function describeRejection(r: Rejection): string {
+  switch (r.type) {
+    case 'namespaceDenied': return `namespace ${r.namespace} is denied by scope`
+    case 'namespaceNotSelected': return `namespace ${r.namespace} is not selected`
+    case 'clusterScopedNotAllowed': return 'cluster-scoped, and the scope does not allow all namespaces ("*")'
+    case 'labelsDoNotMatch': return 'labels do not match labelSelector'
+    case 'matchPolicyFailed': return `matchPolicy failed: ${r.error}`
+    case 'matchPolicyNotBool': return 'matchPolicy did not return a bool'
+    case 'matchPolicyFalse': return 'matchPolicy is false'
+    case 'kindNotAllowed': return `${r.kind} is not allowed by scope`
+  }
+}
 
 export function matchesSelector(labels: Record<string, string> | undefined, selector: LabelSelector | undefined): boolean {
   if (!selector) return true
@@ -39,8 +62,8 @@ export function matchesSelector(labels: Record<string, string> | undefined, sele
 export function inNamespace(allowed: ReadonlySet<string> | '*', denied: ReadonlySet<string>): Predicate {
   return (object) => {
     const ns = object.metadata?.namespace ?? ''
-    if (denied.has(ns)) return `namespace ${ns} is denied by scope`
-    if (allowed !== '*' && !allowed.has(ns)) return `namespace ${ns} is not selected`
+    if (denied.has(ns)) return { type: 'namespaceDenied', namespace: ns }
+    if (allowed !== '*' && !allowed.has(ns)) return { type: 'namespaceNotSelected', namespace: ns }
     return null
   }
 }
@@ -54,12 +77,12 @@ export function inNamespaceOrCluster(allowed: ReadonlySet<string> | '*', denied:
   const namespaced = inNamespace(allowed, denied)
   return (object) => {
     if (object.metadata?.namespace) return namespaced(object)
-    return allowsAll ? null : 'cluster-scoped, and the scope does not allow all namespaces ("*")'
+    return allowsAll ? null : { type: 'clusterScopedNotAllowed' }
   }
 }
 
 export function matchesLabels(selector: LabelSelector | undefined): Predicate {
-  return (object) => (matchesSelector(object.metadata?.labels, selector) ? null : 'labels do not match labelSelector')
+  return (object) => (matchesSelector(object.metadata?.labels, selector) ? null : { type: 'labelsDoNotMatch' })
 }
 
 export function passesMatchPolicy(program: CelProgram | undefined): Predicate {
@@ -70,17 +93,17 @@ export function passesMatchPolicy(program: CelProgram | undefined): Predicate {
       result = program({ object })
     } catch (err) {
       if (err instanceof ResourceLimitError) throw new ResourceLimitError(`matchPolicy: ${err.message}`)
-      return `matchPolicy failed: ${celError(err).message}`
+      return { type: 'matchPolicyFailed', error: celError(err).message }
     }
-    if (typeof result !== 'boolean') return 'matchPolicy did not return a bool'
-    return result ? null : 'matchPolicy is false'
+    if (typeof result !== 'boolean') return { type: 'matchPolicyNotBool' }
+    return result ? null : { type: 'matchPolicyFalse' }
   }
 }
 
 export function allowedByScope(scope: EffectiveScope): Predicate {
   return (object) => {
     const [group] = splitApiVersion(object.apiVersion ?? '')
-    return scope.resourceAllowed(group, object.kind ?? '') ? null : `${object.kind} is not allowed by scope`
+    return scope.resourceAllowed(group, object.kind ?? '') ? null : { type: 'kindNotAllowed', kind: String(object.kind) }
   }
 }
 
@@ -89,8 +112,8 @@ export function splitApiVersion(apiVersion: string): [group: string, version: st
   return i < 0 ? ['', apiVersion] : [apiVersion.slice(0, i), apiVersion.slice(i + 1)]
 }
 
-/** The first failing predicate's reason, or null when all pass. */
-export function select(object: KubeObject, predicates: readonly Predicate[]): string | null {
+/** The first failing predicate's rejection, or null when all pass. */
+export function select(object: KubeObject, predicates: readonly Predicate[]): Rejection | null {
   for (const p of predicates) {
     const reason = p(object)
     if (reason !== null) return reason

@@ -15,7 +15,7 @@ import {
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
 import { effectiveScope, resolveNamespaces, scopeNames, type EffectiveScope } from './scope.js'
-import { allowedByScope, inNamespaceOrCluster, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from './select.js'
+import { allowedByScope, describeRejection, inNamespaceOrCluster, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from './select.js'
 
 export const PROFILE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectProfile')
 export const SCOPE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectScope')
@@ -163,12 +163,12 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
     for (const { key, object } of objects) {
       // matchPolicy is an expression too: it sees what the attributes see, never Secret data.
       const input = expressionInput(object, profile.redactor)
-      const reason = select(input, predicates)
+      const rejection = select(input, predicates)
       const identity = identityOf(object, res.version, ref)
-      if (reason !== null) {
+      if (rejection !== null) {
         // A policy that errors on one object must not delete that object's exported item.
-        if (reason.startsWith('matchPolicy failed')) {
-          recordFailure(counts, key, reason)
+        if (rejection.type === 'matchPolicyFailed') {
+          recordFailure(counts, key, describeRejection(rejection))
           failedKeys.push(itemKey(identity))
         }
         continue

@@ -4,9 +4,10 @@ import type {
   SinkCheck, SinkExportState, Snapshot, TargetReport,
 } from '../api/types.js'
 import { ItemBudget, UNBOUNDED, type BudgetLimit, type BudgetOptions } from './budget.js'
+import { formatDuration } from '../api/duration.js'
 import { driftMessage, driftSettings } from './drift.js'
 import type { PendingJournal } from './pending-journal.js'
-import { DEFAULT_BACKOFF, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
+import { DEFAULT_BACKOFF, isPermanent, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
 import { isStaleItem, isStaleReport, type ReportStamp } from './report-order.js'
 import type { DriftResult, Sink, WriteResult } from './sink.js'
 
@@ -99,6 +100,8 @@ interface SinkRuntime {
   verifyDue: boolean
   verified: boolean
   verifyTimer: unknown
+  /** After a permanent error: the next attempt at the maximum backoff, unless a change comes first. */
+  holdTimer: unknown
   /** What the last check found and left (policy Report); null when in step. */
   drift: DriftResult | null
 }
@@ -439,7 +442,7 @@ export class Exporter implements ExporterClient {
       this.acquire(poolKey, w.resolved)
       inv.sinks.set(key, {
         ref: w.ref, poolKey, resolved: w.resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController(),
-        verifyDue: false, verified: false, verifyTimer: null, drift: null,
+        verifyDue: false, verified: false, verifyTimer: null, holdTimer: null, drift: null,
       })
     }
   }
@@ -515,6 +518,8 @@ export class Exporter implements ExporterClient {
    */
   private drive(inv: InventoryRuntime, rt: SinkRuntime): void {
     if (rt.running) return
+    this.clock.clearTimeout(rt.holdTimer)
+    rt.holdTimer = null
     const run = async () => {
       while (!rt.abort.signal.aborted) {
         if (!rt.pending) {
@@ -539,7 +544,8 @@ export class Exporter implements ExporterClient {
               // A crash from here on must not lose the export: a restart resumes it from the journal.
               if (attempt === 1) void this.journalize(inv)
               this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'failure', durationMs: this.clock.now() - started, error })
-              this.log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
+              if (isPermanent(error)) this.log('warn', 'sink write failed with a permanent error; waiting for a change or the maximum backoff', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
+              else this.log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
             },
           })
           rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: this.clock.now() }
@@ -551,7 +557,12 @@ export class Exporter implements ExporterClient {
           this.options.observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'success', durationMs: this.clock.now() - started, written: written.result })
           if (inv.journaled) this.settleJournal(inv)
         } catch (err) {
-          if (!rt.abort.signal.aborted) this.log('error', 'sink writer stopped', { sink: refKey(rt.ref), error: (err as Error).message })
+          if (rt.abort.signal.aborted) return
+          if (isPermanent(err)) {
+            this.hold(inv, rt, err)
+            return
+          }
+          this.log('error', 'sink writer stopped', { sink: refKey(rt.ref), error: (err as Error).message })
           return
         }
       }
@@ -612,10 +623,26 @@ export class Exporter implements ExporterClient {
     }
   }
 
+  /**
+   * A permanent error: retrying at once cannot help, so the writer waits at the maximum backoff.
+   * A change of the inventory's items or of the sink's spec drives it again at once.
+   */
+  private hold(inv: InventoryRuntime, rt: SinkRuntime, err: Error): void {
+    const waitMs = this.backoff.maxMs
+    rt.failing = `${err.message} (permanent: tried again in ${formatDuration(waitMs)}, or at once when the sink or the inventory changes)`
+    rt.retryAt = this.clock.now() + waitMs
+    rt.holdTimer = this.clock.setTimeout(() => {
+      rt.holdTimer = null
+      if (!rt.abort.signal.aborted) this.drive(inv, rt)
+    }, waitMs)
+  }
+
   private stopRuntime(rt: SinkRuntime): void {
     rt.abort.abort()
     this.clock.clearTimeout(rt.verifyTimer)
     rt.verifyTimer = null
+    this.clock.clearTimeout(rt.holdTimer)
+    rt.holdTimer = null
   }
 
   /** A sink confirmed: the journal entry goes once no sink owes the export, else it lists fewer sinks. */

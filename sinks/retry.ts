@@ -1,4 +1,5 @@
 import pRetry from 'p-retry'
+import { SinkError } from './sink.js'
 
 export interface BackoffPolicy {
   minMs: number
@@ -8,9 +9,15 @@ export interface BackoffPolicy {
 
 export const DEFAULT_BACKOFF: BackoffPolicy = { minMs: 500, maxMs: 60_000, factor: 2 }
 
+/** A sink said retrying cannot help (a bad configuration, a refused endpoint, wrong credentials). */
+export function isPermanent(error: unknown): error is SinkError {
+  return error instanceof SinkError && !error.retriable
+}
+
 /**
- * Retry until success or abort: capped exponential backoff with jitter. A pending snapshot is
- * never dropped, so there is no attempt limit; the cap bounds how stale a recovered sink is.
+ * Retry until success, abort, or a permanent error: capped exponential backoff with jitter. A
+ * pending snapshot is never dropped, so there is no attempt limit; the cap bounds how stale a
+ * recovered sink is. A permanent error ends the loop: the caller decides when to try again.
  */
 export function retryUntilDone<T>(
   attempt: () => Promise<T>,
@@ -34,7 +41,7 @@ export function retryUntilDone<T>(
     randomize: true,
     signal: options.signal,
     onFailedAttempt: ({ error, attemptNumber }) => options.onFailedAttempt(error, attemptNumber),
-    shouldRetry: () => !options.signal.aborted,
+    shouldRetry: ({ error }) => !options.signal.aborted && !isPermanent(error),
   })
 }
 

@@ -1,6 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { InventoryExportState, SinkExportState } from '../../../api/types.js'
+import { SinkError } from '../../../sinks/sink.js'
 import { bumpReplicas } from '../../support/items.js'
 import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, T1 } from './harness.js'
 
@@ -129,4 +130,32 @@ test('per-sink failures: a sink write that throws a TypeError is retried like an
   assert.equal(flaky.writes.length, 1)
   assert.equal(sinkState(exporter.inventoryState(INV), 'flaky').state, 'Synced')
   assert.equal(sinkState(exporter.inventoryState(INV), 'flaky').checksum, expected(items).checksum)
+})
+
+test('per-sink failures: a permanent error is not retried hot; it waits the maximum backoff and re-arms at once on a change', LIMIT, async (t) => {
+  const { clock, factory, exporter, logs } = harness(t, { backoff: { minMs: 1, maxMs: 60_000, factor: 2 } })
+  await exporter.applyInventory(composition({ debounceMs: 1_000 }))
+  const sink = factory.sink('team-a/primary')
+  sink.failNextWrites(Infinity, () => new SinkError('postgres sink team-a/primary: table name is invalid (test)', { retriable: false }))
+  await exporter.reportTarget(report(T1, itemsOf(T1, 2)))
+  clock.advance(1_000)
+  await eventually(() => sink.attempts.length === 1, 'the first attempt')
+  await new Promise((r) => setTimeout(r, 50)) // a 1 ms minimum backoff would have retried many times by now
+  assert.equal(sink.attempts.length, 1, 'a permanent error is not retried hot')
+  const held = sinkState(exporter.inventoryState(INV), 'primary')
+  assert.equal(held.state, 'Failing')
+  assert.equal(held.message, 'postgres sink team-a/primary: table name is invalid (test) (permanent: tried again in 1m, or at once when the sink or the inventory changes)')
+  assert.ok(logs.some((l) => l.msg.startsWith('sink write failed with a permanent error')))
+
+  clock.advance(60_000) // the maximum backoff
+  await eventually(() => sink.attempts.length === 2, 'the attempt at the maximum backoff')
+  await new Promise((r) => setTimeout(r, 20))
+  assert.equal(sink.attempts.length, 2)
+
+  // The inventory changes: tried at once (after its debounce), not a minute later.
+  sink.failNextWrites(0)
+  await exporter.reportTarget(report(T1, itemsOf(T1, 3)))
+  clock.advance(1_000)
+  await eventually(() => sink.writes.length === 1, 'the write after the change')
+  assert.equal(sinkState(exporter.inventoryState(INV), 'primary').state, 'Synced')
 })

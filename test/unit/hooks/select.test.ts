@@ -4,7 +4,7 @@ import type { KubeObject, LabelSelector } from '../../../api/types.js'
 import { compileCel, type CelProgram } from '../../../hooks/cel.js'
 import { effectiveScope } from '../../../hooks/scope.js'
 import {
-  allowedByScope, inNamespace, matchesLabels, matchesSelector, passesMatchPolicy, select, splitApiVersion, type Predicate,
+  allowedByScope, describeRejection, inNamespace, matchesLabels, matchesSelector, passesMatchPolicy, select, splitApiVersion, type Predicate,
 } from '../../../hooks/select.js'
 
 const LABELS = { app: 'web', tier: 'frontend', team: 'payments' }
@@ -91,14 +91,15 @@ describe('selection predicates', () => {
   ]
   for (const c of cases) {
     test(c.reason, () => {
-      assert.equal(c.predicate(c.object), c.want)
+      const rejection = c.predicate(c.object)
+      assert.equal(rejection && describeRejection(rejection), c.want)
     })
   }
 
   test('select returns the first failing reason in chain order, or null', () => {
     const chain = [inNamespace(new Set(['team-a']), new Set()), matchesLabels({ matchLabels: { tier: 'frontend' } }), passesMatchPolicy(program("object.metadata.name != 'skip'"))]
     assert.deepStrictEqual(
-      [obj('team-a', 'web'), obj('team-b', 'web', { tier: 'backend' }), obj('team-a', 'web', { tier: 'backend' }), obj('team-a', 'skip')].map((o) => select(o, chain)),
+      [obj('team-a', 'web'), obj('team-b', 'web', { tier: 'backend' }), obj('team-a', 'web', { tier: 'backend' }), obj('team-a', 'skip')].map((o) => { const r = select(o, chain); return r && describeRejection(r) }),
       [null, 'namespace team-b is not selected', 'labels do not match labelSelector', 'matchPolicy is false'],
     )
   })
