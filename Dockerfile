@@ -10,7 +10,7 @@
 # git's scratch space). In Kubernetes both are volumes (manifests/deployment.yaml).
 
 # ---- build: compile TypeScript, then drop dev dependencies ----
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -18,7 +18,7 @@ COPY . .
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # ---- runtime ----
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # git: the git sink shells out to it (https remotes; no ssh client is installed).
 # ca-certificates: TLS to Git remotes, PostgreSQL and NATS.
 # tini: PID 1 that forwards SIGTERM to node and reaps orphaned git helpers.

@@ -214,10 +214,10 @@ const envOf = (stage: Dockerfile['stages'][number]) => {
   return env
 }
 
-test('the Dockerfile: node:20-bookworm-slim build and runtime, uid 10001, git, the documented defaults', () => {
+test('the Dockerfile: node:24-bookworm-slim build and runtime, uid 10001, git, the documented defaults', () => {
   assert.equal(dockerfile.stages.length, 2)
   assert.ok(runtime)
-  for (const stage of dockerfile.stages) assert.equal(stage.from, 'node:20-bookworm-slim')
+  for (const stage of dockerfile.stages) assert.equal(stage.from, 'node:24-bookworm-slim')
   const build = dockerfile.stages[0]?.lines.join('\n') ?? ''
   for (const step of ['npm ci', 'npm run build', 'npm prune --omit=dev']) assert.ok(build.includes(step), `build stage runs ${step}`)
   const lines = runtime.lines.join('\n')
