@@ -19,8 +19,29 @@ if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
+  # The tests start their own PostgreSQL and nats-server on free ports: the packages' services
+  # (a cluster on :5432, nats-server on :4222) must neither start now nor at the next boot.
+  # A policy-rc.d that answers 101 stops the maintainer scripts from starting them; an existing
+  # one is the machine's and stays as it is.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+  # The packages still enable their units; systemctl disables them offline too (no systemd
+  # running, as in containers), and --now stops one that runs anyway.
+  if command -v systemctl >/dev/null; then
+    now=""
+    [ -d /run/systemd/system ] && now="--now"
+    for pkg in "${need[@]}"; do
+      case "$pkg" in
+        nats-server) $SUDO systemctl disable $now --quiet nats-server.service ;;
+        postgresql) $SUDO systemctl disable $now --quiet postgresql.service ;;
+      esac
+    done
+  fi
 fi
-# The Debian package starts a cluster on 5432; the tests run their own, so leave it alone.
 go_used="$(command -v go >/dev/null && go version | cut -d' ' -f3 || echo 'none (prebuilt tools)')"
 echo "system dependencies present: git $(git --version | cut -d' ' -f3), nats-server $(nats-server --version 2>&1 | head -1), postgres $(ls -d /usr/lib/postgresql/*/ | head -1), go $go_used"
