@@ -9,7 +9,7 @@ import type { KubeObject } from '../../api/types.js'
 import { blockedAddress, checkEndpoint, checkResolvedEndpoint } from '../../server/ssrf.js'
 import { startHooksServer, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { controllerFor, deployment, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
-import { ROUTES, conditionOf, fileSink, inventorySync, meta, scope, send, sleep, statusOf, targetWith, walk } from './support.js'
+import { PERMANENT, ROUTES, conditionOf, fileSink, inventorySync, meta, scope, send, sleep, statusOf, targetWith, walk } from './support.js'
 
 // SSRF guard on sink endpoints (statically, after DNS, and through the hooks and the exporter),
 // and KollectScope enforcement of sinks, debounce and combined scopes through the server.
@@ -226,7 +226,7 @@ describe('sink endpoints through the hooks server', () => {
       sink = strict.exporter.inventoryState({ namespace: 'team-a', name: 'ssrf-inv' })?.sinks.find((s) => s.name === 'loop-nats')
     }
     assert.equal(sink?.state, 'Failing')
-    assert.equal(sink?.message, 'sink team-a/loop-nats: host 127.0.0.1 is a loopback address (private sinks are disabled)')
+    assert.equal(sink?.message, `sink team-a/loop-nats: host 127.0.0.1 is a loopback address (private sinks are disabled)${PERMANENT}`)
     const res = await send(strict.url, ROUTES.inventorySync, { body: JSON.stringify(body) })
     assert.deepEqual([conditionOf(res, 'Degraded')?.reason, conditionOf(res, 'Synced')?.reason], ['SinkFailing', 'Failing'])
   })
