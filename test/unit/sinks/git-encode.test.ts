@@ -13,20 +13,20 @@ const DOC = 'inventory/lab-west/team-a/prod-inventory.json'
 const DIR = 'inventory/lab-west/team-a/prod-inventory'
 
 describe('managedPath', () => {
-  const cases: { reason: string; path: string; layout: 'document' | 'perResource'; want: string }[] = [
+  const TEMPLATE = 'inventory/{cluster}/{namespace}/{name}.json'
+  const cases: { reason: string; path: string; layout: 'document' | 'perResource'; template?: string; want: string }[] = [
     { reason: 'document: the document itself', path: DOC, layout: 'document', want: DOC },
     { reason: 'perResource: the document path without its extension', path: DOC, layout: 'perResource', want: DIR },
-    { reason: 'perResource: a YAML template too', path: 'inv/prod.yaml', layout: 'perResource', want: 'inv/prod' },
-    { reason: 'perResource: a dotted name keeps its dots before the extension', path: 'inv/web.prod.json', layout: 'perResource', want: 'inv/web.prod' },
-    { reason: 'perResource: a path without an extension is the directory', path: 'inv/prod', layout: 'perResource', want: 'inv/prod' },
+    { reason: 'perResource: a YAML template too', path: 'inv/prod.yaml', layout: 'perResource', template: 'inv/{name}.yaml', want: 'inv/prod' },
+    { reason: 'perResource: a dotted name keeps its dots before the extension', path: 'inv/web.prod.json', layout: 'perResource', template: 'inv/{name}.json', want: 'inv/web.prod' },
+    { reason: 'perResource: a path without an extension is the directory', path: 'inv/prod', layout: 'perResource', template: 'inv/{name}', want: 'inv/prod' },
   ]
-  for (const c of cases) test(c.reason, () => assert.equal(managedPath(c.path, c.layout), c.want))
+  for (const c of cases) test(c.reason, () => assert.equal(managedPath(c.path, c.layout, c.template ?? TEMPLATE), c.want))
 
-  // Fails today: an extensionless template ("inventory/{cluster}/{namespace}/{name}") renders
-  // "web.prod" and "web.staging" to paths whose "extensions" are ".prod" and ".staging", so both
-  // inventories own "inventory/lab/team-a/web", and each export prunes the other's files.
+  // An extensionless template renders "web.prod" and "web.staging" to paths whose last dots are
+  // data: they once both owned "inventory/lab/team-a/web", each export pruning the other's files.
   test('perResource: two inventories with dotted names never share a directory', () => {
-    const dirs = ['web', 'web.prod', 'web.staging'].map((name) => managedPath(`inventory/lab/team-a/${name}`, 'perResource'))
+    const dirs = ['web', 'web.prod', 'web.staging'].map((name) => managedPath(`inventory/lab/team-a/${name}`, 'perResource', 'inventory/{cluster}/{namespace}/{name}'))
     assert.equal(new Set(dirs).size, 3, `directories ${JSON.stringify(dirs)}`)
   })
 })
