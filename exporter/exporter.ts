@@ -9,7 +9,7 @@ import { driftMessage, driftSettings } from './drift.js'
 import type { PendingJournal } from './pending-journal.js'
 import { DEFAULT_BACKOFF, isPermanent, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
 import { isStaleItem, isStaleReport, type ReportStamp } from './report-order.js'
-import type { DriftResult, Sink, WriteResult } from './sink.js'
+import type { DriftResult, Sink, WriteResult } from '../sinks/sink.js'
 
 export interface Clock {
   now(): number
