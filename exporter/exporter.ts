@@ -86,11 +86,7 @@ export class Exporter implements ExporterClient {
     const key = refKey(composition.inventory)
     // An inventory deleted right after a restart was never applied here: its sinks come from the request.
     const inv = this.inventories.get(key) ?? this.addInventory(composition)
-    if (inv.finalized) {
-      const state = this.state(inv)
-      this.dropInventory(key, inv)
-      return { finalized: true, state }
-    }
+    if (inv.finalized) return this.finished(key, inv)
     if (!inv.finalizing) {
       this.schedule.cancel(inv)
       inv.finalizing = this.runFinalize(inv).then(
@@ -102,11 +98,7 @@ export class Exporter implements ExporterClient {
       )
     }
     await Promise.race([inv.finalizing, new Promise((r) => this.clock.setTimeout(() => r(undefined), 2000))])
-    if (inv.finalized) {
-      const state = this.state(inv)
-      this.dropInventory(key, inv)
-      return { finalized: true, state }
-    }
+    if (inv.finalized) return this.finished(key, inv)
     return { finalized: false, state: this.state(inv) }
   }
 
@@ -269,6 +261,13 @@ export class Exporter implements ExporterClient {
     for (const rt of inv.sinks.values()) rt.abort = new AbortController()
     if (failures.length > 0) throw new Error(failures.join('; '))
     await this.journal.forget(inv)
+  }
+
+  /** The state the finalize answer carries, then the inventory is forgotten. */
+  private finished(key: string, inv: InventoryRuntime): FinalizeResult {
+    const state = this.state(inv)
+    this.dropInventory(key, inv)
+    return { finalized: true, state }
   }
 
   private dropInventory(key: string, inv: InventoryRuntime): void {
