@@ -305,7 +305,7 @@ describe('scope enforcement through the hooks server', () => {
 
   test('an inventory whose only sinkRef is denied exports nowhere (known bug: the embedded default sink gets it)', async () => {
     // hooks/inventory.ts composeInventory leaves composition.sinks empty after the denial, and
-    // sinks/exporter.ts sinkRefs() treats "no sinks" as "use the embedded default": the inventory
+    // exporter/exporter.ts sinkRefs() treats "no sinks" as "use the embedded default": the inventory
     // is exported to <dataDir>/repo although it named a sink and the scope refused it.
     assert.equal((await send(server.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([deployment(1)])) })).status, 200)
     const body = JSON.stringify(inventorySync({ name: 'denied-only', spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [SHARED], debounce: '1ms', maxWait: '1ms' }, sinks: [fileSink('platform', 'shared')] }))
