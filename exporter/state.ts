@@ -1,6 +1,6 @@
 import type { InventoryExportState, ObjectRef, SinkExportState } from '../api/types.js'
 import { driftMessage, driftSettings } from './drift.js'
-import type { InventoryRuntime } from './runtime.js'
+import type { InventoryRuntime, SinkRuntime } from './runtime.js'
 
 /**
  * An inventory's export state, as status shows it: a pure function of the runtime, the targets
@@ -15,7 +15,7 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
         state: rt.failing ? 'Failing' : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending' : rt.drift ? 'Drifted' : 'Synced',
         checksum: rt.confirmed?.checksum ?? '',
         itemCount: rt.confirmed?.itemCount ?? 0,
-        message: rt.failing ?? (rt.confirmed ? (rt.drift && !rt.pending ? driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs) : '') : rt.pending && inv.journaled ? 'resuming the export pending at the last shutdown' : missing.length > 0 ? 'waiting for targets to report' : inv.composition.suspend ? 'suspended' : 'waiting for the first export'),
+        message: sinkMessage(inv, rt, missing),
       }
       if (rt.confirmed) s.lastExportTime = new Date(rt.confirmed.at).toISOString().replace(/\.\d{3}Z$/, 'Z')
       return s
@@ -37,6 +37,15 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
     .filter((t): t is number => t !== null)
   if (next.length > 0) state.nextChangeInMs = Math.max(0, Math.min(...next) - now)
   return state
+}
+
+/** Why a sink is not simply Synced, in the order a reader needs it; empty when it is. */
+function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[]): string {
+  if (rt.failing) return rt.failing
+  if (rt.confirmed) return rt.drift && !rt.pending ? driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs) : ''
+  if (rt.pending && inv.journaled) return 'resuming the export pending at the last shutdown'
+  if (missing.length > 0) return 'waiting for targets to report'
+  return inv.composition.suspend ? 'suspended' : 'waiting for the first export'
 }
 
 function compareRefs(a: ObjectRef, b: ObjectRef): number {
