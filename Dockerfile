@@ -37,6 +37,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist/api ./dist/api
 COPY --from=build /app/dist/hooks ./dist/hooks
 COPY --from=build /app/dist/server ./dist/server
+COPY --from=build /app/dist/exporter ./dist/exporter
 COPY --from=build /app/dist/sinks ./dist/sinks
 # kollect validate / preview, for kubectl exec and CI images.
 COPY --from=build /app/dist/cli ./dist/cli

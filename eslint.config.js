@@ -11,10 +11,30 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-imports': ['error', {
-        patterns: [{ group: ['**/sinks/**'], message: 'hooks/ must not import sinks/' }],
+        patterns: [
+          { group: ['**/sinks/**'], message: 'hooks/ must not import sinks/' },
+          { group: ['**/exporter/**'], message: 'hooks/ must not import exporter/' },
+        ],
       }],
     },
     files: ['hooks/**/*.ts'],
+  },
+  // Dependencies read server → exporter → sinks → api: sinks are the exporter's plugins.
+  {
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/exporter/**'], message: 'sinks/ must not import exporter/' }],
+      }],
+    },
+    files: ['sinks/**/*.ts'],
+  },
+  {
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/server/**'], message: 'exporter/ must not import server/' }],
+      }],
+    },
+    files: ['exporter/**/*.ts'],
   },
   {
     rules: {

@@ -132,6 +132,12 @@ export function validateSpec(kind: KollectKind, spec: unknown, options: Validate
   return run(kind, 'spec', spec, options.rejectUnknownFields === true)
 }
 
+/** The spec's schema problems as `path: message` lines, for status and the CLI; empty when valid. */
+export function specProblems(kind: KollectKind, spec: unknown): string[] {
+  const result = validateSpec(kind, spec)
+  return result.valid ? [] : result.errors.map((e) => `${e.path}: ${e.message}`)
+}
+
 /**
  * Check a status as a hook would return it. Unknown fields fail: the API server would prune
  * them, the stored status would differ from the hook's, and Metacontroller would write it again

@@ -6,8 +6,8 @@ import { runInNewContext } from 'node:vm'
 import { canonicalJson, compareItems, itemHash, itemsChecksum } from '../api/canonical.js'
 import type { Item, JsonObject, TargetReport } from '../api/types.js'
 import { syncTarget } from '../hooks/target.js'
-import { ItemCharger } from '../sinks/budget.js'
-import { Exporter } from '../sinks/exporter.js'
+import { ItemCharger } from '../exporter/budget.js'
+import { Exporter } from '../exporter/index.js'
 import { makeItem } from '../test/support/items.js'
 import { deployment, targetSyncRequest } from '../test/support/metacontroller.js'
 import { median, report, timeMs } from './stats.js'
@@ -114,7 +114,7 @@ export async function benchItemBudget(count = 10_000, rounds = 11): Promise<bool
     ['  charging / canonical JSON of the items', ((withMs - withoutMs) / median(jsonLength)).toFixed(2)],
     [`reportTarget, ${count} unchanged items, charged (median ms)`, median(unchanged).toFixed(1)],
   )
-  return report('item budget (sinks/budget.ts)', rows, [
+  return report('item budget (exporter/budget.ts)', rows, [
     ['heap/charge ≤ 1.05 for every shape', worst <= 1.05],
     ['charging costs less than canonical JSON', withMs - withoutMs < median(jsonLength)],
   ])

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { validateSpec } from '../api/crd-schemas.js'
+import { specProblems } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec, type KubeObject, type ResourceSpec,
 } from '../api/types.js'
@@ -175,9 +175,8 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   const profileSpec = (isObject(profileObject['spec']) ? profileObject['spec'] : {}) as unknown as KollectProfileSpec
 
   // The profile hook's checks: the schema, then every expression compiled.
-  const schema = validateSpec('KollectProfile', profileObject['spec'])
   const compiled = compileProfile(profileSpec, DEFAULT_LIMITS)
-  const profileProblems = [...(schema.valid ? [] : schema.errors.map((e) => `${e.path}: ${e.message}`)), ...compiled.problems.map(describeProblem)]
+  const profileProblems = [...specProblems('KollectProfile', profileObject['spec']), ...compiled.problems.map(describeProblem)]
   if (profileProblems.length > 0) {
     throw new InvalidInput([`KollectProfile ${namespace}/${nameOf(profileObject)} is invalid:`, ...[...new Set(profileProblems)].map((p) => `  ${p}`)])
   }

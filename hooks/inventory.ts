@@ -1,4 +1,4 @@
-import { validateSpec } from '../api/crd-schemas.js'
+import { specProblems } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type FinalizeResult, type InventoryComposition, type InventoryExportState,
   type KollectInventorySpec, type KollectSinkSpec, type ObjectRef, type ResolvedSink,
@@ -65,8 +65,8 @@ export type Composed =
 export function composeInventory(req: SyncRequest): Composed {
   const ref = parentRef(req.parent)
   const spec = parentSpec<KollectInventorySpec>(req.parent)
-  const invalid = validateSpec('KollectInventory', spec)
-  if (!invalid.valid) return { ok: false, problems: [{ reason: 'InvalidSpec', message: invalid.errors.map((e) => `${e.path}: ${e.message}`).join('; ') }] }
+  const invalid = specProblems('KollectInventory', spec)
+  if (invalid.length > 0) return { ok: false, problems: [{ reason: 'InvalidSpec', message: invalid.join('; ') }] }
 
   const problems: Problem[] = []
   const scope = effectiveScope(ref.namespace, scopesOf(req, ref.namespace))

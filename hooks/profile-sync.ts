@@ -1,4 +1,4 @@
-import { validateSpec } from '../api/crd-schemas.js'
+import { specProblems } from '../api/crd-schemas.js'
 import type { KollectProfileSpec } from '../api/types.js'
 import { condition } from './conditions.js'
 import type { ExpressionLimits } from './limits.js'
@@ -9,14 +9,12 @@ import { parentGeneration, parentSpec, type SyncRequest, type SyncResponse } fro
 export function syncProfile(req: SyncRequest, limits?: ExpressionLimits): SyncResponse {
   const generation = parentGeneration(req.parent)
   const spec = parentSpec<KollectProfileSpec>(req.parent)
-  const invalid = validateSpec('KollectProfile', spec)
-  const problems = invalid.valid ? [] : invalid.errors.map((e) => `${e.path}: ${e.message}`)
+  const schema = specProblems('KollectProfile', spec)
   const compiled = compileProfile(spec, limits)
-  problems.push(...compiled.problems.map(describeProblem))
-  const unique = [...new Set(problems)]
+  const unique = [...new Set([...schema, ...compiled.problems.map(describeProblem)])]
   const ready = unique.length === 0
     ? condition('Ready', true, 'Compiled', `${compiled.attributes.length} attributes compiled`, generation)
-    : condition('Ready', false, invalid.valid ? 'InvalidExpression' : 'InvalidSpec', unique.join('; '), generation)
+    : condition('Ready', false, schema.length === 0 ? 'InvalidExpression' : 'InvalidSpec', unique.join('; '), generation)
   return {
     status: { observedGeneration: generation, attributeCount: Array.isArray(spec.attributes) ? spec.attributes.length : 0, conditions: [ready] },
     children: [],

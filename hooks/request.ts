@@ -39,6 +39,12 @@ export interface SyncResponse {
 }
 
 /** Metacontroller's map key for a type: "Kind.version" for core, "Kind.group/version" otherwise. */
+/** A validated sync body as a SyncRequest: Metacontroller always sends every key; curl users may not. Absent maps are empty. */
+export function syncRequest(body: unknown): SyncRequest {
+  const b = body as Partial<SyncRequest>
+  return { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
+}
+
 export function typeKey(group: string | undefined, version: string, kind: string): string {
   return group ? `${kind}.${group}/${version}` : `${kind}.${version}`
 }

@@ -1,4 +1,4 @@
-import { validateSpec } from '../api/crd-schemas.js'
+import { specProblems } from '../api/crd-schemas.js'
 import { API_VERSION, type KollectSinkSpec, type SinkCheck } from '../api/types.js'
 import { condition } from './conditions.js'
 import { parentGeneration, parentRef, parentSpec, type CustomizeRequest, type CustomizeResponse, type SyncRequest, type SyncResponse } from './request.js'
@@ -15,8 +15,8 @@ const PATH_PLACEHOLDERS = new Set(['cluster', 'namespace', 'name'])
 
 /** Static checks of a sink's configuration; reachability shows in the inventories that use it. */
 export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[] {
-  const invalid = validateSpec('KollectSink', spec)
-  if (!invalid.valid) return invalid.errors.map((e) => `${e.path}: ${e.message}`)
+  const invalid = specProblems('KollectSink', spec)
+  if (invalid.length > 0) return invalid
   const problems: string[] = []
   // CRD CEL rules, re-checked for clusters whose admission was bypassed.
   for (const block of ['file', 'git', 'postgres', 'nats'] as const) {

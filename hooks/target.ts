@@ -1,5 +1,5 @@
 import { compareItems, itemHash, itemKey, itemsChecksum } from '../api/canonical.js'
-import { validateSpec } from '../api/crd-schemas.js'
+import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectScopeSpec, type KollectTargetSpec,
   type KubeObject, type LabelSelector, type TargetReport,
@@ -104,8 +104,8 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
     report,
   })
 
-  const invalid = validateSpec('KollectTarget', spec)
-  if (!invalid.valid) return fail('InvalidSpec', invalid.errors.map((e) => `${e.path}: ${e.message}`).join('; '))
+  const invalid = specProblems('KollectTarget', spec)
+  if (invalid.length > 0) return fail('InvalidSpec', invalid.join('; '))
   // Rules the CRD enforces with CEL; re-checked here for clusters whose admission was bypassed.
   if (Array.isArray(spec.namespaces) && spec.namespaces.length > 0 && spec.namespaceSelector) {
     return fail('InvalidSpec', 'spec.namespaces and spec.namespaceSelector are mutually exclusive')

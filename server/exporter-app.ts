@@ -30,7 +30,7 @@ export interface ExporterAppDeps {
 }
 
 /**
- * A report is charged at least its JSON length (sinks/budget.ts), so one whose body exceeds the
+ * A report is charged at least its JSON length (exporter/budget.ts), so one whose body exceeds the
  * namespace share could never be held: it is refused before it is read. The MiB on top is room
  * for the envelope and failedKeys, which are not charged.
  */

@@ -8,7 +8,7 @@ import net from 'node:net'
 import sjson from 'secure-json-parse'
 import type { ExpressionLimits } from '../hooks/limits.js'
 import type { PluralResolution } from '../hooks/plural.js'
-import type { SyncRequest } from '../hooks/request.js'
+import { syncRequest, type SyncRequest } from '../hooks/request.js'
 import { syncTarget } from '../hooks/target.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
 import { nestsDeeperThan } from './json-depth.js'
@@ -78,8 +78,7 @@ function main(): void {
       send({ type: 'bad', id, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message: problem })
       return
     }
-    const b = parsed as Partial<SyncRequest>
-    const request: SyncRequest = { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
+    const request = syncRequest(parsed)
     waiting.set(id, { request, limits })
     send({ type: 'parsed', id, parent: parentSummary(request.parent) })
   }

@@ -4,7 +4,7 @@ import { refKey } from '../api/canonical.js'
 import type { ExporterClient, InventoryComposition, KollectSinkSpec, KollectTargetSpec } from '../api/types.js'
 import { composeInventory, customizeInventory, finalizeInventoryResponse, syncInventoryResponse } from '../hooks/inventory.js'
 import { syncProfile } from '../hooks/profile-sync.js'
-import { parentRef, parentSpec, type CustomizeRequest, type SyncRequest } from '../hooks/request.js'
+import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../hooks/request.js'
 import { customizeSink, mayCheck, reviewSink, sinkSyncResponse } from '../hooks/sink-sync.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../hooks/target.js'
 import { authorized } from './auth.js'
@@ -169,20 +169,20 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     }, raw)
   })
   route('targets', 'finalize', syncSchema, async (body) => {
-    const req = normaliseSync(body)
+    const req = syncRequest(body)
     const uid = req.parent.metadata?.uid
     await callExporter(() => exporter.removeTarget(typeof uid === 'string' && uid !== '' ? { ...parentRef(req.parent), uid } : parentRef(req.parent)))
     return finalizeTarget(req)
   })
   route('inventories', 'customize', customizeSchema, async (body) => customizeInventory(body as CustomizeRequest))
   route('inventories', 'sync', syncSchema, async (body) => {
-    const req = normaliseSync(body)
+    const req = syncRequest(body)
     const composed = composeInventory(req)
     const state = composed.ok ? await callExporter(() => exporter.applyInventory(composed.composition)) : null
     return syncInventoryResponse(req, composed, state)
   })
   route('inventories', 'finalize', syncSchema, async (body) => {
-    const req = normaliseSync(body)
+    const req = syncRequest(body)
     const composed = composeInventory(req)
     // An invalid spec still gets finalized: the exporter falls back to what it last applied.
     const composition: InventoryComposition = composed.ok
@@ -191,10 +191,10 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     const result = await callExporter(() => exporter.finalizeInventory(composition))
     return finalizeInventoryResponse(req, composed, result)
   })
-  route('profiles', 'sync', syncSchema, async (body) => syncProfile(normaliseSync(body), config.limits))
+  route('profiles', 'sync', syncSchema, async (body) => syncProfile(syncRequest(body), config.limits))
   route('sinks', 'customize', customizeSchema, async (body) => customizeSink(body as CustomizeRequest))
   route('sinks', 'sync', syncSchema, async (body) => {
-    const req = normaliseSync(body)
+    const req = syncRequest(body)
     const policy = { checkEndpoint: (url: string) => checkEndpoint(url, config.allowPrivateSinks) }
     // Reachability only for a valid configuration whose Secret the scope allows: a refused
     // endpoint is never contacted, and a refused Secret never read.
@@ -223,12 +223,6 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
 export function reportSequence(now: () => number = Date.now): () => number {
   let last = 0
   return () => (last = Math.max(now() * 1000, last + 1))
-}
-
-/** Metacontroller always sends every key; curl users may not. Absent maps are empty. */
-function normaliseSync(body: unknown): SyncRequest {
-  const b = body as Partial<SyncRequest>
-  return { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
 }
 
 async function callExporter<T>(fn: () => Promise<T>): Promise<T> {

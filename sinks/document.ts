@@ -14,13 +14,14 @@ import { renderPath, type TemplateValues } from './escape.js'
 export type DocumentFormat = 'json' | 'yaml'
 
 // Each item's pretty text, indented as an element of "items"; unchanged items keep their object
-// identity across exports, so a 1-item change re-renders one item, not ten thousand.
+// identity across exports, so a 1-item change re-renders one item, not ten thousand. Only "\n"
+// starts a line: /^/m would also indent after a U+2028 that JSON leaves raw inside a string.
 const renderedItems = new WeakMap<Item, string>()
 
 function itemAsElement(item: Item): string {
   let text = renderedItems.get(item)
   if (text === undefined) {
-    text = canonicalJsonPretty(item).trimEnd().replace(/^/gm, '    ')
+    text = '    ' + canonicalJsonPretty(item).trimEnd().replace(/\n/g, '\n    ')
     renderedItems.set(item, text)
   }
   return text

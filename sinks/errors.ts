@@ -128,6 +128,21 @@ export function sinkFailure(sink: SinkLabel, action: string, err: unknown, retri
   return new SinkError(`${sink.kind} sink ${sink.id}: ${action} failed: ${redact(describe(err), secrets)}`, { retriable })
 }
 
+/**
+ * The error guard of a sink's actions: a failure becomes a SinkError naming the sink and the
+ * action, classified by the sink's own `retriable`. `onFailure` runs first (a sink drops a cache).
+ */
+export function sinkGuard(sink: SinkLabel, secrets: Secrets, retriable: (err: unknown) => boolean) {
+  return async function guarded<T>(action: string, fn: () => Promise<T>, onFailure?: () => void): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      onFailure?.()
+      throw sinkFailure(sink, action, err, retriable(err), secrets)
+    }
+  }
+}
+
 /** A configuration problem: retrying cannot help until the KollectSink or its secret changes. */
 export function configError(sink: SinkLabel, problem: string): SinkError {
   return new SinkError(`${sink.kind} sink ${sink.id}: invalid configuration: ${problem}`, { retriable: false })

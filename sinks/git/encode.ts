@@ -16,11 +16,16 @@ export interface FilePlan {
   prune?: { dir: string; keep: Set<string> }
 }
 
-/** The path the layout owns for one inventory: the document, or the directory of item files. */
-export function managedPath(documentPath: string, layout: GitLayout): string {
+/**
+ * The path the layout owns for one inventory: the document, or the directory of item files. Only
+ * the template's own extension is dropped: a dot in a name ("web.prod") is data, so two
+ * inventories never share a directory.
+ */
+export function managedPath(documentPath: string, layout: GitLayout, template: string): string {
   if (layout === 'document') return documentPath
-  const ext = path.posix.extname(documentPath)
-  return ext === '' ? documentPath : documentPath.slice(0, -ext.length)
+  const ext = path.posix.extname(template)
+  if (ext === '' || /[{}]/.test(ext) || !documentPath.endsWith(ext)) return documentPath
+  return documentPath.slice(0, -ext.length)
 }
 
 /** perResource: one file per item, so `git log -- <file>` is that object's history. */

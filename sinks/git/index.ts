@@ -64,7 +64,7 @@ export function createGitSink(opts: SinkOptions): Sink {
     if (rel.split('/').some((part) => part.toLowerCase() === '.git')) {
       throw configError(label, `path template "${settings.pathTemplate}" points into .git`)
     }
-    return managedPath(rel, settings.layout)
+    return managedPath(rel, settings.layout, settings.pathTemplate)
   }
 
   const readHeld = async (managed: string): Promise<HeldState> => {

@@ -1,8 +1,9 @@
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { diffItems } from '../diff.js'
-import { during, sinkFailure } from '../errors.js'
+import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
+import { SerialQueue } from '../serial.js'
 import { emptyResult, type Sink, type WriteResult } from '../sink.js'
 import { natsSettings } from './config.js'
 import {
@@ -40,23 +41,12 @@ export function createNatsSink(opts: SinkOptions): Sink {
   const service = new NatsService(settings)
   const cache = new Map<string, InventoryState>()
   // Exports of one inventory run one after another: each starts from the state the last one left.
-  const queues = new Map<string, Promise<unknown>>()
+  const queue = new SerialQueue()
+  // A failure drops the inventory's cached state: the next attempt starts again from the bucket and the stream.
+  const guarded = sinkGuard(settings.label, settings.secrets, isRetriable)
 
   function tokenOf(at: InventoryAddress): string {
     return inventoryToken(settings.stream, settings.subject, at)
-  }
-
-  function serialized<T>(token: string, fn: () => Promise<T>): Promise<T> {
-    const run = (queues.get(token) ?? Promise.resolve()).then(fn, fn)
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    )
-    queues.set(token, settled)
-    void settled.then(() => {
-      if (queues.get(token) === settled) queues.delete(token)
-    })
-    return run
   }
 
   async function held(token: string, at: InventoryAddress): Promise<InventoryState> {
@@ -75,27 +65,18 @@ export function createNatsSink(opts: SinkOptions): Sink {
     return state
   }
 
-  async function guarded<T>(action: string, token: string | undefined, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn()
-    } catch (err) {
-      if (token !== undefined) cache.delete(token)
-      throw sinkFailure(settings.label, action, err, isRetriable(err), settings.secrets)
-    }
-  }
-
   return {
     id: opts.id,
     write(snapshot) {
       const token = tokenOf(snapshot)
-      return serialized(token, () => guarded('write', token, () => write(snapshot, token)))
+      return queue.run(() => guarded('write', () => write(snapshot, token), () => cache.delete(token)), token)
     },
     remove(inventory: ObjectRef, cluster: string) {
       const token = tokenOf({ cluster, inventory })
-      return serialized(token, () => guarded('remove', token, () => remove({ cluster, inventory }, token)))
+      return queue.run(() => guarded('remove', () => remove({ cluster, inventory }, token), () => cache.delete(token)), token)
     },
-    healthcheck: () => guarded('healthcheck', undefined, () => service.ping()),
-    close: () => guarded('close', undefined, () => service.close()),
+    healthcheck: () => guarded('healthcheck', () => service.ping()),
+    close: () => guarded('close', () => service.close()),
   }
 
   async function write(snapshot: Snapshot, token: string): Promise<WriteResult> {

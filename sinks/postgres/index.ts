@@ -1,7 +1,7 @@
 import { itemKey } from '../../api/canonical.js'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { diffItems, isEmptyDiff, type ItemDiff } from '../diff.js'
-import { during, sinkFailure } from '../errors.js'
+import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
@@ -30,13 +30,7 @@ export function createPostgresSink(opts: SinkOptions): Sink {
   // for these inventories it compares what the rows hold instead, so it cannot skip the repair.
   const drifted = new Set<string>()
 
-  async function guarded<T>(action: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn()
-    } catch (err) {
-      throw sinkFailure(settings.label, action, err, isRetriable(err), settings.secrets)
-    }
-  }
+  const guarded = sinkGuard(settings.label, settings.secrets, isRetriable)
 
   return {
     id: opts.id,

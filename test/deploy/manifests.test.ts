@@ -233,7 +233,7 @@ test('the Dockerfile: node:24-bookworm-slim build and runtime, uid 10001, git, t
   assert.ok(runtime.lines.includes('ENTRYPOINT ["/usr/bin/tini", "--"]'))
   assert.ok(runtime.lines.includes('COPY manifests/crds ./manifests/crds'), 'the CRDs api/crd-schemas.ts reads at runtime')
   const ignored = readRepoFile('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
-  for (const needed of ['api', 'hooks', 'server', 'sinks', 'package.json', 'package-lock.json', 'tsconfig.json', 'manifests/crds']) {
+  for (const needed of ['api', 'hooks', 'server', 'exporter', 'sinks', 'package.json', 'package-lock.json', 'tsconfig.json', 'manifests/crds']) {
     assert.ok(!ignored.includes(needed), `.dockerignore keeps ${needed}`)
   }
   assert.ok(ignored.includes('!manifests/crds'))

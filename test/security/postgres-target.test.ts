@@ -8,7 +8,7 @@ import type { KubeObject } from '../../api/types.js'
 import { startHooksServer, type HooksServer } from '../support/hooks-server.js'
 import { controllerFor, deployment, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import { secretEnvName } from '../../server/credentials.js'
-import { ROUTES, conditionOf, inventorySync, meta, send, sleep } from './support.js'
+import { PERMANENT, ROUTES, conditionOf, inventorySync, meta, send, sleep } from './support.js'
 
 // The PostgreSQL sink's SSRF guard must judge where node-postgres will actually connect, which
 // its own connection-string parser decides: a `host` query parameter wins over the URL's host,
@@ -110,7 +110,7 @@ describe('the PostgreSQL target is judged after the driver parses the DSN', () =
         sink = strict.exporter.inventoryState({ namespace: 'team-a', name: `inv-${name}` })?.sinks.find((s) => s.name === name)
       }
       assert.equal(sink?.state, 'Failing')
-      assert.equal(sink?.message, `sink team-a/${name}: ${DSNS.find(([n]) => n === name)?.[2]}`)
+      assert.equal(sink?.message, `sink team-a/${name}: ${DSNS.find(([n]) => n === name)?.[2]}${PERMANENT}`)
     }
     assert.deepEqual([tcp.connections, unix.connections], [0, 0])
   })

@@ -9,7 +9,7 @@ import { startHooksServer, type HooksServer, type RawResponse } from '../support
 import { startKollectProcess } from '../support/kollect-process.js'
 import { TYPES, controllerFor, deployment, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import {
-  ROUTES, conditionOf, inventorySync, meta, recordingListener, scope, send, sleep, statusOf, targetWith, type RecordingListener,
+  PERMANENT, ROUTES, conditionOf, inventorySync, meta, recordingListener, scope, send, sleep, statusOf, targetWith, type RecordingListener,
 } from './support.js'
 
 // Issue 8: a sink may use only Secrets of its own namespace, unless every KollectScope of the
@@ -173,8 +173,8 @@ describe('(c) an inventory export to sinks with another namespace\'s Secret', ()
     await server.exporter.applyInventory(composition)
     const failing = await waitForSinks(server, composition.inventory, (s) => s.length === 2 && s.every((x) => x.state === 'Failing'))
     assert.deepEqual(failing.map((s) => s.message), [
-      'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/exfil-git is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace',
-      'ScopeSecretDenied: Secret team-b/pg-creds of KollectSink team-a/exfil-pg is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace',
+      `ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/exfil-git is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace${PERMANENT}`,
+      `ScopeSecretDenied: Secret team-b/pg-creds of KollectSink team-a/exfil-pg is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace${PERMANENT}`,
     ])
     const check = await server.exporter.checkSink(resolved(sinks()[0] as KubeObject))
     assert.equal(check.reachable, false)

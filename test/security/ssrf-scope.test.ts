@@ -9,7 +9,7 @@ import type { KubeObject } from '../../api/types.js'
 import { blockedAddress, checkEndpoint, checkResolvedEndpoint } from '../../server/ssrf.js'
 import { startHooksServer, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { controllerFor, deployment, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
-import { ROUTES, conditionOf, fileSink, inventorySync, meta, scope, send, sleep, statusOf, targetWith, walk } from './support.js'
+import { PERMANENT, ROUTES, conditionOf, fileSink, inventorySync, meta, scope, send, sleep, statusOf, targetWith, walk } from './support.js'
 
 // SSRF guard on sink endpoints (statically, after DNS, and through the hooks and the exporter),
 // and KollectScope enforcement of sinks, debounce and combined scopes through the server.
@@ -226,7 +226,7 @@ describe('sink endpoints through the hooks server', () => {
       sink = strict.exporter.inventoryState({ namespace: 'team-a', name: 'ssrf-inv' })?.sinks.find((s) => s.name === 'loop-nats')
     }
     assert.equal(sink?.state, 'Failing')
-    assert.equal(sink?.message, 'sink team-a/loop-nats: host 127.0.0.1 is a loopback address (private sinks are disabled)')
+    assert.equal(sink?.message, `sink team-a/loop-nats: host 127.0.0.1 is a loopback address (private sinks are disabled)${PERMANENT}`)
     const res = await send(strict.url, ROUTES.inventorySync, { body: JSON.stringify(body) })
     assert.deepEqual([conditionOf(res, 'Degraded')?.reason, conditionOf(res, 'Synced')?.reason], ['SinkFailing', 'Failing'])
   })
@@ -305,7 +305,7 @@ describe('scope enforcement through the hooks server', () => {
 
   test('an inventory whose only sinkRef is denied exports nowhere (known bug: the embedded default sink gets it)', async () => {
     // hooks/inventory.ts composeInventory leaves composition.sinks empty after the denial, and
-    // sinks/exporter.ts sinkRefs() treats "no sinks" as "use the embedded default": the inventory
+    // exporter/exporter.ts sinkRefs() treats "no sinks" as "use the embedded default": the inventory
     // is exported to <dataDir>/repo although it named a sink and the scope refused it.
     assert.equal((await send(server.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([deployment(1)])) })).status, 200)
     const body = JSON.stringify(inventorySync({ name: 'denied-only', spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [SHARED], debounce: '1ms', maxWait: '1ms' }, sinks: [fileSink('platform', 'shared')] }))

@@ -113,6 +113,9 @@ export function holdRequest(base: string, urlPath: string, body: string | Buffer
 }
 
 /** Sentinel for send(): drop a default header entirely. */
+/** What the exporter adds to a permanent sink error's message (its maximum backoff is 60 s). */
+export const PERMANENT = ' (permanent: tried again in 1m, or at once when the sink or the inventory changes)'
+
 export const OMIT = '\u0000omit'
 
 export function statusOf(res: RawResponse): Record<string, unknown> {

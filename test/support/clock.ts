@@ -1,4 +1,4 @@
-import type { Clock } from '../../sinks/exporter.js'
+import type { Clock } from '../../exporter/index.js'
 
 interface FakeTimer {
   id: number

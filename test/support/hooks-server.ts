@@ -9,7 +9,7 @@ import { createExporter } from '../../server/exporter-wiring.js'
 import { buildHooksApp } from '../../server/hooks-app.js'
 import { createLogger } from '../../server/logger.js'
 import { createMetrics, type Metrics } from '../../server/metrics.js'
-import type { Exporter } from '../../sinks/exporter.js'
+import type { Exporter } from '../../exporter/index.js'
 
 export interface HooksServer {
   url: string

@@ -1,7 +1,7 @@
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Item, ObjectRef, ReportResult } from '../../../api/types.js'
-import { ItemCharger, type BudgetOptions } from '../../../sinks/budget.js'
+import { ItemCharger, type BudgetOptions } from '../../../exporter/budget.js'
 import { composition, expected, harness, INV, itemsOf, LIMIT, report, T1, T2 } from './harness.js'
 
 // The exporter's item budget: a report that would take its target's namespace over its share,

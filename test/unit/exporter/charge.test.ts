@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { canonicalJson } from '../../../api/canonical.js'
 import type { Item, JsonObject } from '../../../api/types.js'
-import { ItemCharger } from '../../../sinks/budget.js'
+import { ItemCharger } from '../../../exporter/budget.js'
 import { makeItem } from '../../support/items.js'
 
 // The charge is what the budget counts, so it must never be less than what holding the item

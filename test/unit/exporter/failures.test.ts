@@ -111,7 +111,7 @@ test('per-sink failures: snapshots queued behind a write in flight collapse to t
 })
 
 test('per-sink failures: a sink write that throws a TypeError is retried like any other failure', LIMIT, async (t) => {
-  // sinks/retry.ts passes shouldRetry so that "for a sink any failure is worth another try".
+  // exporter/retry.ts passes shouldRetry so that "for a sink any failure is worth another try".
   const { clock, factory, exporter, logs } = harness(t)
   await exporter.applyInventory(composition({ sinks: TWO_SINKS, debounceMs: 2_000 }))
   const flaky = factory.sink('team-a/flaky')

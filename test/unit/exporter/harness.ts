@@ -6,7 +6,7 @@ import type {
   InventoryComposition, Item, KollectSinkSpec, ObjectRef, ResolvedSink, Snapshot, TargetReport,
 } from '../../../api/types.js'
 import { diffItems, type HeldItem } from '../../../sinks/diff.js'
-import { Exporter, type ExporterOptions } from '../../../sinks/exporter.js'
+import { Exporter, type ExporterOptions } from '../../../exporter/index.js'
 import { SinkError, type Sink, type WriteResult } from '../../../sinks/sink.js'
 import { FakeClock } from '../../support/clock.js'
 import { makeItem } from '../../support/items.js'

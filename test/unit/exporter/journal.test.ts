@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { PendingJournal } from '../../../sinks/pending-journal.js'
+import { PendingJournal } from '../../../exporter/pending-journal.js'
 import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, T1 } from './harness.js'
 
 async function journalDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ObjectRef } from '../../../api/types.js'
-import { DEFAULT_SINK } from '../../../sinks/exporter.js'
+import { DEFAULT_SINK } from '../../../exporter/index.js'
 import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, settle, T1, T2 } from './harness.js'
 
 const INV2: ObjectRef = { namespace: 'team-a', name: 'staging' }

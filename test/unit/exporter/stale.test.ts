@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { itemKey } from '../../../api/canonical.js'
 import type { Item, TargetReport } from '../../../api/types.js'
-import { isStaleItem, isStaleReport, type ReportStamp } from '../../../sinks/report-order.js'
+import { isStaleItem, isStaleReport, type ReportStamp } from '../../../exporter/report-order.js'
 import { bumpReplicas } from '../../support/items.js'
 import { composition, expected, harness, itemsOf, LIMIT, report, T1 } from './harness.js'
 

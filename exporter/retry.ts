@@ -1,5 +1,5 @@
 import pRetry from 'p-retry'
-import { SinkError } from './sink.js'
+import { SinkError } from '../sinks/sink.js'
 
 export interface BackoffPolicy {
   minMs: number

@@ -1,6 +1,6 @@
 import type { ResolvedSink } from '../api/types.js'
 import { formatDuration, parseDuration } from '../api/duration.js'
-import type { DriftMode, DriftResult } from './sink.js'
+import type { DriftMode, DriftResult } from '../sinks/sink.js'
 
 export const DEFAULT_DRIFT_INTERVAL_MS = 10 * 60_000
 /** A check reads the whole record: more often than this costs more than it can find. */

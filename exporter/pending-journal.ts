@@ -2,8 +2,8 @@ import { readdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { refKey, sha256 } from '../api/canonical.js'
 import type { InventoryComposition, ObjectRef, Snapshot } from '../api/types.js'
-import { readTextIfExists, writeFileAtomic } from './document.js'
-import { SerialQueue } from './serial.js'
+import { readTextIfExists, writeFileAtomic } from '../sinks/document.js'
+import { SerialQueue } from '../sinks/serial.js'
 
 /** An export some sinks still owe: what a restarted exporter resumes before any target re-reports. */
 export interface PendingExport {

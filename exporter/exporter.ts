@@ -1,0 +1,289 @@
+import { buildSnapshot, canonicalJson, refKey } from '../api/canonical.js'
+import type {
+  ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ReportResult, ResolvedSink,
+  SinkCheck, TargetReport,
+} from '../api/types.js'
+import { JournalKeeper } from './journaling.js'
+import { DEFAULT_SINK, realClock, type Clock, type ExporterOptions } from './options.js'
+import { poolKeyOf, SinkPool } from './pool.js'
+import { DEFAULT_BACKOFF } from './retry.js'
+import { newInventoryRuntime, newSinkRuntime, type InventoryRuntime } from './runtime.js'
+import { Schedule } from './schedule.js'
+import { exportState } from './state.js'
+import { TargetStore } from './targets.js'
+import { SinkWriter } from './writer.js'
+
+/**
+ * Holds the latest items per target and the composition per inventory; debounces and writes
+ * snapshots to each sink independently. Everything it decides is in memory: after a restart
+ * the completeness gate keeps it from exporting until every target has reported again, and
+ * each sink diffs against what it holds itself, so nothing is deleted downstream by accident.
+ * This facade wires the parts: targets.ts, schedule.ts, writer.ts, pool.ts, state.ts, journaling.ts.
+ */
+export class Exporter implements ExporterClient {
+  private readonly inventories = new Map<string, InventoryRuntime>()
+  private readonly clock: Clock
+  private readonly targets: TargetStore
+  private readonly pool: SinkPool
+  private readonly schedule: Schedule
+  private readonly writer: SinkWriter
+  private readonly journal: JournalKeeper
+  private closed = false
+
+  constructor(private readonly options: ExporterOptions) {
+    this.clock = options.clock ?? realClock
+    const log = this.log.bind(this)
+    this.targets = new TargetStore(options.budget, options.observer, log)
+    this.pool = new SinkPool(options.createSink, this.clock)
+    this.schedule = new Schedule(this.clock, (inv) => this.exportNow(inv))
+    this.journal = new JournalKeeper(options.journal, log)
+    this.writer = new SinkWriter({
+      clock: this.clock,
+      backoff: options.backoff ?? DEFAULT_BACKOFF,
+      pool: this.pool,
+      observer: options.observer,
+      log,
+      onFailing: (inv) => void this.journal.save(inv),
+      onConfirmed: (inv) => { if (inv.journaled) this.journal.settle(inv) },
+      onStopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
+    })
+  }
+
+  /** The configured bounds, in bytes. */
+  get budgetBytes(): { exporter: number; namespace: number } {
+    return this.targets.budgetBytes
+  }
+
+  /**
+   * Replaces the target's items, unless the report is older than the one held (Stale), or that
+   * would take its namespace over its share or the exporter over its budget: then nothing changes
+   * and the result says why. An item older than the held one (metadata.generation) keeps the held one.
+   */
+  async reportTarget(report: TargetReport): Promise<ReportResult> {
+    const { result, changed } = this.targets.report(report)
+    if (changed) this.targetChanged(report.target)
+    return result
+  }
+
+  async removeTarget(target: ObjectRef & { uid?: string }): Promise<void> {
+    if (this.targets.remove(target)) this.targetChanged(target)
+  }
+
+  async applyInventory(composition: InventoryComposition): Promise<InventoryExportState> {
+    let inv = this.inventories.get(refKey(composition.inventory))
+    if (!inv) {
+      inv = this.addInventory(composition)
+      this.schedule.dirty(inv, this.closed)
+    } else if (canonicalJson(inv.composition) !== canonicalJson(composition)) {
+      inv.composition = composition
+      this.reconcileSinks(inv)
+      this.schedule.dirty(inv, this.closed)
+    }
+    return this.state(inv)
+  }
+
+  async finalizeInventory(composition: InventoryComposition): Promise<FinalizeResult> {
+    const key = refKey(composition.inventory)
+    // An inventory deleted right after a restart was never applied here: its sinks come from the request.
+    const inv = this.inventories.get(key) ?? this.addInventory(composition)
+    if (inv.finalized) return this.finished(key, inv)
+    if (!inv.finalizing) {
+      this.schedule.cancel(inv)
+      inv.finalizing = this.runFinalize(inv).then(
+        () => { inv.finalized = true },
+        (err: Error) => {
+          inv.finalizing = null
+          this.log('warn', 'finalize failed; will retry on the next finalize call', { inventory: key, error: err.message })
+        },
+      )
+    }
+    await Promise.race([inv.finalizing, new Promise((r) => this.clock.setTimeout(() => r(undefined), 2000))])
+    if (inv.finalized) return this.finished(key, inv)
+    return { finalized: false, state: this.state(inv) }
+  }
+
+  /**
+   * Runs the sink's healthcheck, on the pooled instance when an inventory uses the sink, else on a
+   * short-lived one. Answers are reused for a while: Metacontroller resyncs sinks periodically.
+   */
+  checkSink(resolved: ResolvedSink): Promise<SinkCheck> {
+    return this.pool.check(resolved)
+  }
+
+  /** Current export state of an inventory, or null when the exporter has not seen it. */
+  inventoryState(inventory: ObjectRef): InventoryExportState | null {
+    const inv = this.inventories.get(refKey(inventory))
+    return inv ? this.state(inv) : null
+  }
+
+  /** Resolves when no sink has work in flight or queued (for tests and graceful shutdown). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const running = [...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)).filter(Boolean)
+      if (running.length === 0) return
+      await Promise.allSettled(running)
+    }
+  }
+
+  /** Export now every inventory whose debounce timer is armed (graceful shutdown, tests). */
+  flush(): void {
+    for (const inv of this.inventories.values()) this.schedule.flush(inv)
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    for (const inv of this.inventories.values()) {
+      this.clock.clearTimeout(inv.timer)
+      for (const s of inv.sinks.values()) this.writer.stop(s)
+    }
+    await Promise.allSettled([...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)))
+    await this.pool.close()
+  }
+
+  /**
+   * Resume the exports the journal says sinks still owe, before any target re-reports: each
+   * inventory comes back with its composition and snapshot, and only its owing sinks write.
+   * Call before the exporter takes requests; an inventory it already knows is left alone.
+   */
+  async restorePending(): Promise<number> {
+    const journal = this.journal.journal
+    if (!journal) return 0
+    const { entries, problems } = await journal.load()
+    for (const problem of problems) this.log('warn', 'skipped an unreadable pending export', { problem })
+    let restored = 0
+    for (const entry of entries) {
+      const key = refKey(entry.composition.inventory)
+      if (this.inventories.has(key)) continue
+      const inv = this.addInventory(entry.composition)
+      inv.desired = entry.snapshot
+      inv.journaled = true
+      for (const sinkKey of entry.sinks) {
+        const rt = inv.sinks.get(sinkKey)
+        if (!rt) continue
+        rt.pending = entry.snapshot
+        this.writer.drive(inv, rt)
+        restored++
+      }
+      this.log('info', 'resuming a pending export from the journal', { inventory: key, checksum: entry.snapshot.checksum, sinks: entry.sinks })
+    }
+    this.options.observer?.onPendingChange?.(this.pendingCount())
+    return restored
+  }
+
+  /** Write every export a sink still owes to the journal (shutdown); resolves with how many inventories. */
+  async savePending(): Promise<number> {
+    const owing = [...this.inventories.values()].filter((inv) => !inv.finalizing && [...inv.sinks.values()].some((rt) => rt.pending))
+    await Promise.all(owing.map((inv) => this.journal.save(inv)))
+    return owing.length
+  }
+
+  pendingCount(): number {
+    let n = 0
+    for (const inv of this.inventories.values()) for (const s of inv.sinks.values()) if (s.pending) n++
+    return n
+  }
+
+  // ---- internals ----
+
+  private targetChanged(target: ObjectRef): void {
+    const key = refKey(target)
+    for (const inv of this.inventories.values()) {
+      if (inv.composition.targets.some((t) => refKey(t) === key)) this.schedule.dirty(inv, this.closed)
+    }
+  }
+
+  private addInventory(composition: InventoryComposition): InventoryRuntime {
+    const inv = newInventoryRuntime(composition)
+    this.inventories.set(refKey(composition.inventory), inv)
+    this.reconcileSinks(inv)
+    return inv
+  }
+
+  private sinkRefs(c: InventoryComposition): { ref: ObjectRef; resolved: ResolvedSink | null }[] {
+    if (c.sinks.length === 0) return c.useDefaultSink === false ? [] : [{ ref: DEFAULT_SINK, resolved: null }]
+    return c.sinks.map((s) => ({ ref: { namespace: s.namespace, name: s.name }, resolved: s }))
+  }
+
+  /** Keep one runtime per sink of the composition; a changed sink spec gets a fresh sink. */
+  private reconcileSinks(inv: InventoryRuntime): void {
+    const wanted = new Map(this.sinkRefs(inv.composition).map((s) => [refKey(s.ref), s]))
+    for (const [key, rt] of inv.sinks) {
+      const w = wanted.get(key)
+      if (!w || poolKeyOf(w.resolved) !== rt.poolKey) {
+        this.writer.stop(rt)
+        this.pool.release(rt.poolKey)
+        inv.sinks.delete(key)
+      }
+    }
+    for (const [key, w] of wanted) {
+      if (inv.sinks.has(key)) continue
+      const poolKey = poolKeyOf(w.resolved)
+      this.pool.acquire(poolKey, w.resolved)
+      inv.sinks.set(key, newSinkRuntime(w.ref, poolKey, w.resolved))
+    }
+  }
+
+  private missingTargets(c: InventoryComposition): ObjectRef[] {
+    return c.targets.filter((t) => !this.targets.has(t))
+  }
+
+  private exportNow(inv: InventoryRuntime): void {
+    if (!this.schedule.gate(inv, this.missingTargets(inv.composition).length)) return
+    const items: Item[] = []
+    for (const t of inv.composition.targets) for (const item of this.targets.items(t)) items.push(item)
+    const snapshot = buildSnapshot(inv.composition.inventory, this.options.cluster, items)
+    inv.desired = snapshot
+    for (const rt of inv.sinks.values()) {
+      if (rt.confirmed?.checksum === snapshot.checksum && !rt.pending) continue
+      rt.pending = snapshot
+      this.writer.drive(inv, rt)
+    }
+    this.options.observer?.onPendingChange?.(this.pendingCount())
+  }
+
+  private async runFinalize(inv: InventoryRuntime): Promise<void> {
+    // Stop writers first, so a retrying write cannot land after the delete.
+    for (const rt of inv.sinks.values()) this.writer.stop(rt)
+    await Promise.allSettled([...inv.sinks.values()].map((rt) => rt.running))
+    const failures: string[] = []
+    await Promise.all([...inv.sinks.values()].map(async (rt) => {
+      rt.pending = null
+      if ((rt.resolved?.spec.deletionPolicy ?? 'Retain') !== 'Delete') return
+      try {
+        const sink = await this.pool.sinkFor(rt.poolKey, rt.resolved)
+        await sink.remove(inv.composition.inventory, rt.resolved?.spec.cluster || this.options.cluster)
+        rt.failing = null
+      } catch (err) {
+        rt.failing = (err as Error).message
+        failures.push(`${refKey(rt.ref)}: ${(err as Error).message}`)
+      }
+    }))
+    for (const rt of inv.sinks.values()) rt.abort = new AbortController()
+    if (failures.length > 0) throw new Error(failures.join('; '))
+    await this.journal.forget(inv)
+  }
+
+  /** The state the finalize answer carries, then the inventory is forgotten. */
+  private finished(key: string, inv: InventoryRuntime): FinalizeResult {
+    const state = this.state(inv)
+    this.dropInventory(key, inv)
+    return { finalized: true, state }
+  }
+
+  private dropInventory(key: string, inv: InventoryRuntime): void {
+    this.clock.clearTimeout(inv.timer)
+    for (const rt of inv.sinks.values()) {
+      this.writer.stop(rt)
+      this.pool.release(rt.poolKey)
+    }
+    this.inventories.delete(key)
+  }
+
+  private state(inv: InventoryRuntime): InventoryExportState {
+    return exportState(inv, this.missingTargets(inv.composition), this.clock.now())
+  }
+
+  private log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {
+    this.options.log?.(level, msg, fields)
+  }
+}

@@ -1,0 +1,63 @@
+import type { ObjectRef, ResolvedSink } from '../api/types.js'
+import type { Sink, WriteResult } from '../sinks/sink.js'
+import type { BudgetLimit, BudgetOptions } from './budget.js'
+import type { PendingJournal } from './pending-journal.js'
+import type { BackoffPolicy } from './retry.js'
+
+export interface Clock {
+  now(): number
+  setTimeout(fn: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+}
+
+/** The embedded default sink: used by inventories that name no sinkRefs. */
+export const DEFAULT_SINK: ObjectRef = { namespace: '', name: 'default' }
+
+export interface ExportEvent {
+  sink: ObjectRef
+  inventory: ObjectRef
+  result: 'success' | 'failure'
+  durationMs: number
+  written?: WriteResult
+  error?: Error
+}
+
+export interface DriftEvent {
+  sink: ObjectRef
+  inventory: ObjectRef
+  /** in-step: the record holds the export; drifted: it differs and is left (Report); repaired; error: the check failed. */
+  result: 'in-step' | 'drifted' | 'repaired' | 'error'
+  differences: number
+}
+
+export interface ExporterObserver {
+  onExport?(event: ExportEvent): void
+  onDrift?(event: DriftEvent): void
+  onPendingChange?(pending: number): void
+  /** The bytes of items held for a namespace's targets, and in total, after they changed. */
+  onHeldChange?(namespace: string, namespaceBytes: number, totalBytes: number): void
+  onReportRefused?(target: ObjectRef, limit: BudgetLimit): void
+}
+
+export type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
+
+export interface ExporterOptions {
+  /** Default cluster label, overridden per sink by spec.cluster. */
+  cluster: string
+  /** Build a sink for a KollectSink, or the embedded default when `resolved` is null. */
+  createSink(resolved: ResolvedSink | null): Promise<Sink>
+  clock?: Clock
+  backoff?: BackoffPolicy
+  observer?: ExporterObserver
+  /** Bounds on the items held; unbounded when left out. */
+  budget?: BudgetOptions
+  /** Where exports that sinks still owe are kept across a restart; none when left out. */
+  journal?: PendingJournal
+  log?: Log
+}

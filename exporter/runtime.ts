@@ -1,0 +1,51 @@
+import type { InventoryComposition, ObjectRef, ResolvedSink, Snapshot } from '../api/types.js'
+import type { DriftResult } from '../sinks/sink.js'
+
+/** What the exporter holds per sink of an inventory: the writer's state, read by state(). */
+export interface SinkRuntime {
+  ref: ObjectRef
+  poolKey: string
+  resolved: ResolvedSink | null
+  pending: Snapshot | null
+  confirmed: { checksum: string; itemCount: number; at: number } | null
+  failing: string | null
+  /** When the failing sink's next attempt starts at the latest. */
+  retryAt: number | null
+  running: Promise<void> | null
+  abort: AbortController
+  /** A drift check is owed: after the first confirmed export since start, then every interval. */
+  verifyDue: boolean
+  verified: boolean
+  verifyTimer: unknown
+  /** After a permanent error: the next attempt at the maximum backoff, unless a change comes first. */
+  holdTimer: unknown
+  /** What the last check found and left (policy Report); null when in step. */
+  drift: DriftResult | null
+}
+
+/** What the exporter holds per inventory: its composition, sinks, schedule and journal state. */
+export interface InventoryRuntime {
+  composition: InventoryComposition
+  sinks: Map<string, SinkRuntime>
+  desired: Snapshot | null
+  firstPendingAt: number | null
+  lastChangeAt: number
+  timer: unknown
+  /** When the armed timer fires; null when no change waits for the debounce. */
+  dueAt: number | null
+  finalizing: Promise<void> | null
+  finalized: boolean
+  /** The journal holds an export of this inventory that some sink still owes. */
+  journaled: boolean
+}
+
+export function newInventoryRuntime(composition: InventoryComposition): InventoryRuntime {
+  return { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false, journaled: false }
+}
+
+export function newSinkRuntime(ref: ObjectRef, poolKey: string, resolved: ResolvedSink | null): SinkRuntime {
+  return {
+    ref, poolKey, resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController(),
+    verifyDue: false, verified: false, verifyTimer: null, holdTimer: null, drift: null,
+  }
+}

@@ -1,0 +1,54 @@
+import type { InventoryExportState, ObjectRef, SinkExportState } from '../api/types.js'
+import { driftMessage, driftSettings } from './drift.js'
+import type { InventoryRuntime, SinkRuntime } from './runtime.js'
+
+/**
+ * An inventory's export state, as status shows it: a pure function of the runtime, the targets
+ * still missing and the time (which only sets nextChangeInMs; lastExportTime moves with exports).
+ */
+export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: number): InventoryExportState {
+  const sinks: SinkExportState[] = [...inv.sinks.values()]
+    .map((rt): SinkExportState => {
+      const s: SinkExportState = {
+        namespace: rt.ref.namespace,
+        name: rt.ref.name,
+        state: rt.failing ? 'Failing' : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending' : rt.drift ? 'Drifted' : 'Synced',
+        checksum: rt.confirmed?.checksum ?? '',
+        itemCount: rt.confirmed?.itemCount ?? 0,
+        message: sinkMessage(inv, rt, missing),
+      }
+      if (rt.confirmed) s.lastExportTime = new Date(rt.confirmed.at).toISOString().replace(/\.\d{3}Z$/, 'Z')
+      return s
+    })
+    .sort((a, b) => compareRefs(a, b))
+  const times = sinks.map((s) => s.lastExportTime).filter((t): t is string => !!t).sort()
+  const state: InventoryExportState = {
+    complete: missing.length === 0,
+    missingTargets: missing,
+    itemCount: inv.desired?.itemCount ?? 0,
+    checksum: inv.desired?.checksum ?? '',
+    sinks,
+  }
+  const last = times[times.length - 1]
+  if (last) state.lastExportTime = last
+  if (inv.dueAt !== null) state.pending = true
+  // A retry time already passed means an attempt is running: its end is unknown, so it is left out.
+  const next = [inv.dueAt, ...[...inv.sinks.values()].map((rt) => (rt.failing && rt.retryAt !== null && rt.retryAt > now ? rt.retryAt : null))]
+    .filter((t): t is number => t !== null)
+  if (next.length > 0) state.nextChangeInMs = Math.max(0, Math.min(...next) - now)
+  return state
+}
+
+/** Why a sink is not simply Synced, in the order a reader needs it; empty when it is. */
+function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[]): string {
+  if (rt.failing) return rt.failing
+  if (rt.confirmed) return rt.drift && !rt.pending ? driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs) : ''
+  if (rt.pending && inv.journaled) return 'resuming the export pending at the last shutdown'
+  if (missing.length > 0) return 'waiting for targets to report'
+  return inv.composition.suspend ? 'suspended' : 'waiting for the first export'
+}
+
+function compareRefs(a: ObjectRef, b: ObjectRef): number {
+  if (a.namespace !== b.namespace) return a.namespace < b.namespace ? -1 : 1
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+}

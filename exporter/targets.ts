@@ -1,0 +1,151 @@
+import { itemHash, itemKey, refKey, seedItemHash } from '../api/canonical.js'
+import type { Item, ObjectRef, ReportResult, TargetReport } from '../api/types.js'
+import { ItemBudget, UNBOUNDED, type BudgetOptions } from './budget.js'
+import type { ExporterObserver, Log } from './options.js'
+import { isStaleItem, isStaleReport, type ReportStamp } from './report-order.js'
+
+/** Finalized targets remembered, oldest forgotten first. */
+const FINALIZED_TARGETS_KEPT = 10_000
+
+interface TargetState {
+  items: Map<string, Item>
+  /** What the budget charged for items. */
+  bytes: number
+  /** Of the last accepted report: what orders the next one (isStaleReport), and what a stale one is told. */
+  stamp: ReportStamp
+  checksum: string
+  /** metadata.generation of the held items that had one, by item key. */
+  generations: Map<string, number>
+}
+
+/**
+ * The latest items per target, charged against the item budget. A failed key keeps its last good
+ * item, an item older than the held one keeps the held one, and a report older than the held
+ * one is dropped as stale.
+ */
+export class TargetStore {
+  private readonly targets = new Map<string, TargetState>()
+  /** uid of each finalized target, so a sync still in flight at its finalize cannot bring it back. */
+  private readonly finalizedTargets = new Map<string, string>()
+  private readonly budget: ItemBudget
+
+  constructor(budget: BudgetOptions | undefined, private readonly observer: ExporterObserver | undefined, private readonly log: Log) {
+    this.budget = new ItemBudget(budget ?? UNBOUNDED)
+  }
+
+  /** The configured bounds, in bytes. */
+  get budgetBytes(): { exporter: number; namespace: number } {
+    return { exporter: this.budget.maxBytes, namespace: this.budget.namespaceMaxBytes }
+  }
+
+  has(target: ObjectRef): boolean {
+    return this.targets.has(refKey(target))
+  }
+
+  /** The held items of a target the caller knows is held (has()). */
+  items(target: ObjectRef): Iterable<Item> {
+    return (this.targets.get(refKey(target)) as TargetState).items.values()
+  }
+
+  /** The report's result, and whether the held items changed (what makes inventories export). */
+  report(report: TargetReport): { result: ReportResult; changed: boolean } {
+    const key = refKey(report.target)
+    const finalizedUid = this.finalizedTargets.get(key)
+    if (finalizedUid !== undefined) {
+      if (report.uid === finalizedUid) {
+        this.log('info', 'target report dropped: the target was finalized', { target: key, generation: report.generation, sequence: report.sequence })
+        return { changed: false, result: { accepted: false, reason: 'Stale', message: 'the target was finalized; a report of it that arrives later was dropped as stale', heldGeneration: report.generation, heldChecksum: '' } }
+      }
+      this.finalizedTargets.delete(key) // recreated under the same name
+    }
+    const previous = this.targets.get(key)
+    if (previous && isStaleReport(previous.stamp, report)) {
+      const { generation, sequence } = previous.stamp
+      // The sequences are arrival times: the log may have them, status may not (it must not move with the clock).
+      this.log('info', 'target report dropped: older than the one held', { target: key, generation: report.generation, sequence: report.sequence, heldGeneration: generation, heldSequence: sequence })
+      return {
+        changed: false,
+        result: {
+          accepted: false,
+          reason: 'Stale',
+          message: report.generation < generation
+            ? `the exporter holds a report of generation ${generation}; this one, of generation ${report.generation}, was dropped as stale`
+            : `the exporter holds a later report of generation ${generation}; this one, of the same generation but an earlier sync, was dropped as stale`,
+          heldGeneration: generation,
+          heldChecksum: previous.checksum,
+        },
+      }
+    }
+    const items = new Map<string, Item>()
+    const generations = new Map<string, number>()
+    let staleItems = 0
+    report.items.forEach((item, i) => {
+      const k = itemKey(item)
+      const old = previous?.items.get(k)
+      const generation = report.itemGenerations?.[i]
+      const heldGeneration = previous?.generations.get(k)
+      if (old && isStaleItem(heldGeneration, generation)) {
+        staleItems++
+        items.set(k, old)
+        generations.set(k, heldGeneration as number)
+        return
+      }
+      if (typeof generation === 'number') generations.set(k, generation)
+      const hash = report.itemHashes?.[i] ?? itemHash(item)
+      // Keep the old object when nothing changed: its hash and rendered text are cached by identity.
+      if (old && itemHash(old) === hash) items.set(k, old)
+      else {
+        seedItemHash(item, hash)
+        items.set(k, item)
+      }
+    })
+    // An object whose extraction failed keeps its last good item instead of vanishing downstream.
+    for (const failed of report.failedKeys ?? []) {
+      const old = previous?.items.get(failed)
+      if (old && !items.has(failed)) {
+        items.set(failed, old)
+        const held = previous?.generations.get(failed)
+        if (held !== undefined) generations.set(failed, held)
+      }
+    }
+    // A periodic resync reports the same items: exporting nothing new must not flip status to Pending.
+    const changed = !previous || previous.items.size !== items.size || [...items].some(([k, item]) => previous.items.get(k) !== item)
+    const { bytes, forget } = this.budget.chargeReport(items.values())
+    const before = previous?.bytes ?? 0
+    const over = this.budget.check(report.target, before, bytes)
+    if (over) {
+      forget()
+      this.observer?.onReportRefused?.(report.target, over)
+      const refusal = this.budget.refusal(report.target, over, items.size, bytes)
+      this.log('warn', 'target report refused: over the item budget', { target: key, limit: over, items: items.size, bytes })
+      return { changed: false, result: refusal }
+    }
+    const stamp: ReportStamp = { uid: report.uid, generation: report.generation, sequence: report.sequence }
+    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations })
+    this.charge(report.target, before, bytes)
+    if (staleItems > 0) this.log('info', 'target report had items older than the held ones; kept the held ones', { target: key, staleItems, sequence: report.sequence })
+    return { changed, result: staleItems > 0 ? { accepted: true, staleItems } : { accepted: true } }
+  }
+
+  /** Forget a target's items; true when some were held. With a uid, a later report of it is stale. */
+  remove(target: ObjectRef & { uid?: string }): boolean {
+    const key = refKey(target)
+    if (target.uid) {
+      this.finalizedTargets.delete(key)
+      this.finalizedTargets.set(key, target.uid)
+      // Only late syncs need it, and they come within a hook timeout: a bound keeps churn from growing it.
+      if (this.finalizedTargets.size > FINALIZED_TARGETS_KEPT) this.finalizedTargets.delete(this.finalizedTargets.keys().next().value as string)
+    }
+    const previous = this.targets.get(key)
+    if (!previous) return false
+    this.targets.delete(key)
+    this.charge(target, previous.bytes, 0)
+    return true
+  }
+
+  private charge(target: ObjectRef, before: number, after: number): void {
+    if (before === after) return
+    this.budget.move(target, before, after)
+    this.observer?.onHeldChange?.(target.namespace, this.budget.namespaceBytes(target.namespace), this.budget.totalBytes)
+  }
+}

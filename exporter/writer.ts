@@ -1,0 +1,170 @@
+import { refKey } from '../api/canonical.js'
+import { formatDuration } from '../api/duration.js'
+import type { ResolvedSink, Snapshot } from '../api/types.js'
+import type { Sink } from '../sinks/sink.js'
+import { driftSettings } from './drift.js'
+import type { Clock, ExporterObserver, Log } from './options.js'
+import type { SinkPool } from './pool.js'
+import { isPermanent, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
+import type { InventoryRuntime, SinkRuntime } from './runtime.js'
+
+export interface WriterContext {
+  clock: Clock
+  backoff: BackoffPolicy
+  pool: SinkPool
+  observer: ExporterObserver | undefined
+  log: Log
+  /** The first failed attempt of an export: from here on a crash must not lose it. */
+  onFailing(inv: InventoryRuntime): void
+  /** A sink confirmed an export. */
+  onConfirmed(inv: InventoryRuntime): void
+  /** A writer loop ended: the number of owed exports may have changed. */
+  onStopped(): void
+}
+
+/**
+ * One writer per sink runtime: it always writes the newest pending snapshot, retrying with
+ * backoff, holds after a permanent error, and runs the sink's drift checks between writes, so a
+ * check never sees half an export.
+ */
+export class SinkWriter {
+  constructor(private readonly ctx: WriterContext) {}
+
+  drive(inv: InventoryRuntime, rt: SinkRuntime): void {
+    if (rt.running) return
+    const { clock, backoff, observer, log } = this.ctx
+    clock.clearTimeout(rt.holdTimer)
+    rt.holdTimer = null
+    const run = async () => {
+      while (!rt.abort.signal.aborted) {
+        if (!rt.pending) {
+          if (!rt.verifyDue) return
+          await this.verify(inv, rt)
+          continue
+        }
+        const snapshot = rt.pending
+        const started = clock.now()
+        try {
+          const written = await retryUntilDone(async () => {
+            const latest = rt.pending ?? snapshot
+            const sink = await this.ctx.pool.sinkFor(rt.poolKey, rt.resolved)
+            const result = await sink.write(forSink(latest, rt.resolved))
+            return { latest, result }
+          }, {
+            policy: backoff,
+            signal: rt.abort.signal,
+            onFailedAttempt: (error, attempt) => {
+              rt.failing = error.message
+              rt.retryAt = clock.now() + maxRetryDelayMs(backoff, attempt)
+              // A crash from here on must not lose the export: a restart resumes it from the journal.
+              if (attempt === 1) this.ctx.onFailing(inv)
+              observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'failure', durationMs: clock.now() - started, error })
+              if (isPermanent(error)) log('warn', 'sink write failed with a permanent error; waiting for a change or the maximum backoff', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
+              else log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
+            },
+          })
+          rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: clock.now() }
+          rt.failing = null
+          rt.retryAt = null
+          if (rt.pending === written.latest) rt.pending = null
+          // The first export since start, or one after drift was found: check the record now.
+          if (!rt.verified || rt.drift) rt.verifyDue = true
+          observer?.onExport?.({ sink: rt.ref, inventory: inv.composition.inventory, result: 'success', durationMs: clock.now() - started, written: written.result })
+          this.ctx.onConfirmed(inv)
+        } catch (err) {
+          if (rt.abort.signal.aborted) return
+          if (isPermanent(err)) {
+            this.hold(inv, rt, err)
+            return
+          }
+          log('error', 'sink writer stopped', { sink: refKey(rt.ref), error: (err as Error).message })
+          return
+        }
+      }
+    }
+    rt.running = run().finally(() => {
+      rt.running = null
+      this.ctx.onStopped()
+      // Work that arrived while the loop was ending would otherwise wait for the next event.
+      if ((rt.pending || rt.verifyDue) && !rt.abort.signal.aborted && !rt.failing) this.drive(inv, rt)
+    })
+  }
+
+  /** Abort the writer and its timers; what it is running settles on its own (rt.running). */
+  stop(rt: SinkRuntime): void {
+    rt.abort.abort()
+    this.ctx.clock.clearTimeout(rt.verifyTimer)
+    rt.verifyTimer = null
+    this.ctx.clock.clearTimeout(rt.holdTimer)
+    rt.holdTimer = null
+  }
+
+  /**
+   * Compare what the sink holds with the export it confirmed, and repair or report by its drift
+   * policy. Only a confirmed, current export is checked: a pending one is still being written.
+   */
+  private async verify(inv: InventoryRuntime, rt: SinkRuntime): Promise<void> {
+    const { clock, observer, log } = this.ctx
+    rt.verifyDue = false
+    const settings = driftSettings(rt.resolved)
+    const snapshot = inv.desired
+    if (!settings.mode || !snapshot || rt.confirmed?.checksum !== snapshot.checksum) return
+    const event = { sink: rt.ref, inventory: inv.composition.inventory }
+    const fields = { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory) }
+    let sink: Sink
+    try {
+      sink = await this.ctx.pool.sinkFor(rt.poolKey, rt.resolved)
+    } catch {
+      return // the next write reports why the sink cannot be built
+    }
+    if (!sink.verify) {
+      rt.verified = true // an event stream keeps no record to drift
+      return
+    }
+    try {
+      const result = await sink.verify(forSink(snapshot, rt.resolved), settings.mode)
+      rt.verified = true
+      rt.drift = result.differences > 0 && !result.repaired ? result : null
+      if (result.repaired) {
+        rt.confirmed = { ...rt.confirmed, at: clock.now() }
+        log('warn', 'repaired drift: the sink held changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
+      } else if (rt.drift) {
+        log('warn', 'drift found: the sink holds changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
+      }
+      observer?.onDrift?.({ ...event, result: result.repaired ? 'repaired' : rt.drift ? 'drifted' : 'in-step', differences: result.differences })
+    } catch (err) {
+      if (rt.abort.signal.aborted) return
+      log('warn', 'drift check failed; it runs again at the next interval', { ...fields, error: (err as Error).message })
+      observer?.onDrift?.({ ...event, result: 'error', differences: 0 })
+    } finally {
+      if (!rt.abort.signal.aborted) {
+        clock.clearTimeout(rt.verifyTimer)
+        rt.verifyTimer = clock.setTimeout(() => {
+          rt.verifyTimer = null
+          rt.verifyDue = true
+          this.drive(inv, rt)
+        }, settings.intervalMs)
+      }
+    }
+  }
+
+  /**
+   * A permanent error: retrying at once cannot help, so the writer waits at the maximum backoff.
+   * A change of the inventory's items or of the sink's spec drives it again at once.
+   */
+  private hold(inv: InventoryRuntime, rt: SinkRuntime, err: Error): void {
+    const waitMs = this.ctx.backoff.maxMs
+    rt.failing = `${err.message} (permanent: tried again in ${formatDuration(waitMs)}, or at once when the sink or the inventory changes)`
+    rt.retryAt = this.ctx.clock.now() + waitMs
+    rt.holdTimer = this.ctx.clock.setTimeout(() => {
+      rt.holdTimer = null
+      if (!rt.abort.signal.aborted) this.drive(inv, rt)
+    }, waitMs)
+  }
+}
+
+/** The snapshot as a sink writes it: labelled with the sink's cluster when it names one. */
+function forSink(snapshot: Snapshot, resolved: ResolvedSink | null): Snapshot {
+  const cluster = resolved?.spec.cluster
+  return cluster && cluster !== snapshot.cluster ? { ...snapshot, cluster } : snapshot
+}
