@@ -14,6 +14,8 @@ export interface KollectProcess {
   dataDir: string
   /** Resident memory of the server and every process it started (extraction children), in bytes. */
   rssBytes(): number
+  /** Resident memory of each process of the group by pid: the server and its extraction children. */
+  rssByPid(): Map<number, number>
   /** Process ids of the server's extraction child processes. */
   extractionPids(): number[]
   close(): Promise<void>
@@ -42,6 +44,7 @@ export async function startKollectProcess(env: Record<string, string> = {}, node
     proc,
     dataDir,
     rssBytes: () => groupRss(proc.child.pid ?? 0),
+    rssByPid: () => groupRssByPid(proc.child.pid ?? 0),
     extractionPids: () => childPids(proc.child.pid ?? 0, 'extract-child.js'),
     close: async () => {
       proc.signalGroup('SIGTERM')
@@ -67,9 +70,9 @@ export function childPids(ppid: number, match: string): number[] {
   return pids.sort((a, b) => a - b)
 }
 
-/** Sum of VmRSS over the processes of a process group (Linux /proc). */
-export function groupRss(pgid: number): number {
-  let total = 0
+/** VmRSS of each process of a process group, by pid (Linux /proc). */
+export function groupRssByPid(pgid: number): Map<number, number> {
+  const rss = new Map<number, number>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
@@ -77,12 +80,19 @@ export function groupRss(pgid: number): number {
       // Fields after the parenthesised command: state ppid pgrp …
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
       if (Number(fields[2]) !== pgid) continue
-      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))
-      if (rss) total += Number(rss[1]) * 1024
+      const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))
+      if (kb) rss.set(Number(entry), Number(kb[1]) * 1024)
     } catch {
       // the process ended between readdir and read
     }
   }
+  return rss
+}
+
+/** Sum of VmRSS over the processes of a process group. */
+export function groupRss(pgid: number): number {
+  let total = 0
+  for (const bytes of groupRssByPid(pgid).values()) total += bytes
   return total
 }
 
