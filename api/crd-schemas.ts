@@ -1,21 +1,19 @@
 // The CRD YAML in manifests/crds is the one source of truth for the shape of Kollect resources.
-// This module reads it (lazily, once) so that hooks and tests check specs and statuses against
-// exactly what the API server will enforce, instead of a hand-copied schema that drifts.
+// This module validates against it (crds.ts reads it), so that hooks and tests check specs and
+// statuses against exactly what the API server will enforce, instead of a hand-copied schema that drifts.
 //
 // What is emulated: OpenAPI types, enums, patterns, lengths, required fields, formats and
 // x-kubernetes-list-type uniqueness. What is not: x-kubernetes-validations (CEL); the API server
 // enforces those and the hooks re-check the same rules in code.
 
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Ajv, type AnySchemaObject, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import { parse as parseYaml } from 'yaml'
-import { GROUP, VERSION } from './types.js'
+import { crdFileForKind, crdVersion, type CrdSchema, type KollectKind } from './crds.js'
 
-export const kinds = ['KollectProfile', 'KollectTarget', 'KollectSink', 'KollectInventory', 'KollectScope'] as const
-export type KollectKind = (typeof kinds)[number]
+// Where the CRDs are read is crds.ts; its names are re-exported so that callers keep one import.
+export {
+  crdFileForKind, crdForKind, findCrdDir, kinds, type CrdSchema, type CrdVersion, type CustomResourceDefinition, type KollectKind, type PrinterColumn,
+} from './crds.js'
 
 export interface SchemaError {
   /** Where, from the resource's root: `spec.attributes[2].cel`, `status.sinks[0].state`. */
@@ -34,91 +32,10 @@ export interface ValidateSpecOptions {
   rejectUnknownFields?: boolean
 }
 
-/** An OpenAPI v3 schema node as written in a CRD. */
-export interface CrdSchema {
-  type?: string
-  description?: string
-  properties?: Record<string, CrdSchema>
-  items?: CrdSchema
-  additionalProperties?: CrdSchema | boolean
-  required?: string[]
-  [keyword: string]: unknown
-}
-
-export interface PrinterColumn {
-  name: string
-  type: string
-  jsonPath: string
-  description?: string
-  priority?: number
-  format?: string
-}
-
-export interface CrdVersion {
-  name: string
-  served: boolean
-  storage: boolean
-  subresources?: { status?: Record<string, never>; scale?: unknown }
-  additionalPrinterColumns?: PrinterColumn[]
-  schema: { openAPIV3Schema: CrdSchema }
-}
-
-export interface CustomResourceDefinition {
-  apiVersion: string
-  kind: 'CustomResourceDefinition'
-  metadata: { name: string; labels?: Record<string, string> }
-  spec: {
-    group: string
-    scope: 'Namespaced' | 'Cluster'
-    names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[]; categories?: string[] }
-    versions: CrdVersion[]
-  }
-}
-
 type Part = 'spec' | 'status'
 type DataValidationCxt = Parameters<SchemaValidateFunction>[3]
 
-interface Loaded {
-  dir: string
-  crds: Map<KollectKind, { crd: CustomResourceDefinition; file: string }>
-  ajv: Ajv
-  validators: Map<string, ValidateFunction>
-}
-
-let loaded: Loaded | undefined
-
-/**
- * The directory holding the CRD files: $KOLLECT_CRD_DIR when set, else the nearest
- * `manifests/crds` above this module. Searching upward works both from the TS source (api/)
- * and from the compiled module (dist/api/), and from an installed copy of the package.
- */
-export function findCrdDir(from: string = import.meta.url, env: NodeJS.ProcessEnv = process.env): string {
-  const fromEnv = env.KOLLECT_CRD_DIR
-  if (fromEnv) {
-    const dir = resolve(fromEnv)
-    if (!isDirectory(dir)) throw new Error(`KOLLECT_CRD_DIR=${fromEnv} is not a directory`)
-    return dir
-  }
-  const start = from.startsWith('file:') ? fileURLToPath(from) : resolve(from)
-  let dir = isDirectory(start) ? start : dirname(start)
-  for (;;) {
-    const candidate = join(dir, 'manifests', 'crds')
-    if (isDirectory(candidate)) return candidate
-    const parent = dirname(dir)
-    if (parent === dir) throw new Error(`no manifests/crds directory above ${start}; set KOLLECT_CRD_DIR`)
-    dir = parent
-  }
-}
-
-/** The CRD of a Kollect kind, as parsed from its YAML file. */
-export function crdForKind(kind: KollectKind): CustomResourceDefinition {
-  return entry(kind).crd
-}
-
-/** The file the CRD of a kind was read from. */
-export function crdFileForKind(kind: KollectKind): string {
-  return entry(kind).file
-}
+let compiled: { ajv: Ajv; validators: Map<string, ValidateFunction> } | undefined
 
 /**
  * Check a spec against the CRD's schema. Defaults are not applied: a field the API server
@@ -126,7 +43,7 @@ export function crdFileForKind(kind: KollectKind): string {
  */
 export function validateSpec(kind: KollectKind, spec: unknown, options: ValidateSpecOptions = {}): ValidationResult {
   if (spec === undefined) {
-    const root = versionOf(kind).schema.openAPIV3Schema
+    const root = crdVersion(kind).schema.openAPIV3Schema
     return root.required?.includes('spec') ? invalid([{ path: 'spec', message: 'required field is missing' }]) : { valid: true }
   }
   return run(kind, 'spec', spec, options.rejectUnknownFields === true)
@@ -146,47 +63,6 @@ export function specProblems(kind: KollectKind, spec: unknown): string[] {
 export function validateStatus(kind: KollectKind, status: unknown): ValidationResult {
   if (status === undefined) return { valid: true }
   return run(kind, 'status', status, true)
-}
-
-// ---- loading ----
-
-function state(): Loaded {
-  if (loaded) return loaded
-  const dir = findCrdDir()
-  const crds = new Map<KollectKind, { crd: CustomResourceDefinition; file: string }>()
-  for (const name of readdirSync(dir).sort()) {
-    if (!/\.ya?ml$/.test(name) || name.startsWith('kustomization.')) continue
-    const file = join(dir, name)
-    const doc: unknown = parseYaml(readFileSync(file, 'utf8'))
-    if (!isCrd(doc) || doc.spec.group !== GROUP) continue
-    const kind = doc.spec.names.kind
-    if (!(kinds as readonly string[]).includes(kind)) continue
-    if (crds.has(kind as KollectKind)) throw new Error(`${file}: a second CRD for ${kind}`)
-    crds.set(kind as KollectKind, { crd: doc, file })
-  }
-  const missing = kinds.filter((k) => !crds.has(k))
-  if (missing.length > 0) throw new Error(`${dir}: no CRD for ${missing.join(', ')}`)
-  loaded = { dir, crds, ajv: newAjv(), validators: new Map() }
-  return loaded
-}
-
-function entry(kind: KollectKind): { crd: CustomResourceDefinition; file: string } {
-  const found = state().crds.get(kind)
-  if (!found) throw new Error(`unknown kind ${String(kind)}`)
-  return found
-}
-
-function versionOf(kind: KollectKind): CrdVersion {
-  const { crd, file } = entry(kind)
-  const version = crd.spec.versions.find((v) => v.name === VERSION)
-  if (!version?.schema?.openAPIV3Schema) throw new Error(`${file}: no ${VERSION} schema`)
-  return version
-}
-
-function isCrd(doc: unknown): doc is CustomResourceDefinition {
-  if (!isObject(doc) || doc.kind !== 'CustomResourceDefinition') return false
-  const spec = doc.spec
-  return isObject(spec) && typeof spec.group === 'string' && isObject(spec.names) && typeof spec.names.kind === 'string' && Array.isArray(spec.versions)
 }
 
 // ---- compiling ----
@@ -235,11 +111,12 @@ const validateListType: SchemaValidateFunction = function (listType: unknown, da
 }
 
 function validatorFor(kind: KollectKind, part: Part, closed: boolean): ValidateFunction {
-  const st = state()
+  compiled ??= { ajv: newAjv(), validators: new Map() }
+  const st = compiled
   const cacheKey = `${kind}/${part}/${closed ? 'closed' : 'open'}`
   let validate = st.validators.get(cacheKey)
   if (!validate) {
-    const schema = versionOf(kind).schema.openAPIV3Schema.properties?.[part]
+    const schema = crdVersion(kind).schema.openAPIV3Schema.properties?.[part]
     if (!schema) throw new Error(`${crdFileForKind(kind)}: no ${part} schema`)
     validate = st.ajv.compile(closed ? closeObjects(schema) : schema)
     st.validators.set(cacheKey, validate)
@@ -323,8 +200,4 @@ function dedupe(errors: SchemaError[]): SchemaError[] {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
-
-function isDirectory(path: string): boolean {
-  return existsSync(path) && statSync(path).isDirectory()
 }

@@ -80,49 +80,30 @@ k rollout status deploy/kollect -n "$NS" --timeout=120s
 
 log "demo workload in $TEAM"
 k create namespace "$TEAM" --dry-run=client -o yaml | k apply -f -
-k apply -n "$TEAM" -f - <<'YAML'
+# One demo Deployment: $1 its name (also its app label and container), $2 its labels as the
+# entries of a YAML flow map.
+demo_deployment() {
+  cat <<YAML
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1, labels: {$2}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec: {containers: [{name: $1, image: registry.k8s.io/pause:3.10}]}
+YAML
+}
 # web and shop are selected (tier=frontend); tmp-web is excluded by the target's matchPolicy;
 # api is not a frontend.
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, labels: {tier: frontend, team: web}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: registry.k8s.io/pause:3.10}]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: shop, labels: {tier: frontend}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: shop}}
-  template:
-    metadata: {labels: {app: shop}}
-    spec: {containers: [{name: shop, image: registry.k8s.io/pause:3.10}]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: tmp-web, labels: {tier: frontend}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: tmp-web}}
-  template:
-    metadata: {labels: {app: tmp-web}}
-    spec: {containers: [{name: tmp-web, image: registry.k8s.io/pause:3.10}]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api, labels: {tier: backend}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec: {containers: [{name: api, image: registry.k8s.io/pause:3.10}]}
-YAML
+{
+  demo_deployment web 'tier: frontend, team: web'
+  demo_deployment shop 'tier: frontend'
+  demo_deployment tmp-web 'tier: frontend'
+  demo_deployment api 'tier: backend'
+} | k apply -n "$TEAM" -f -
 
 log "Kollect resources (examples/crs)"
 k apply -k examples/crs

@@ -74,10 +74,10 @@ export function createGitSink(opts: SinkOptions): Sink {
     if (cached && cached.objectId === objectId) return cached
     let held: Map<string, HeldItem>
     if (objectId === '') held = new Map()
-    else if (settings.layout === 'document') held = heldFromItems(await repo.readDocumentItems(managed))
+    else if (settings.layout === 'document') held = heldFromItems(await repo.tree.readDocumentItems(managed))
     else {
       // A file not at its item's own path is not held: it is pruned and the item rewritten.
-      const files = await repo.readItemFiles(managed)
+      const files = await repo.tree.readItemFiles(managed)
       held = heldFromItems(files.filter((f) => f.path === itemPath(managed, f.item)).map((f) => f.item))
     }
     return remember(managed, { objectId, held })
@@ -129,7 +129,7 @@ export function createGitSink(opts: SinkOptions): Sink {
       // Files are a pure function of the snapshot: if we rendered these very files, done.
       if (state.rendered === rendered) return undefined
       const diff = diffItems(state.held, snapshot.items)
-      await repo.applyPlan(planFiles(managed, settings.layout, snapshot, diff))
+      await repo.tree.applyPlan(planFiles(managed, settings.layout, snapshot, diff))
       if (!(await repo.stage(managed))) {
         remember(managed, { ...state, rendered })
         return undefined
@@ -144,7 +144,7 @@ export function createGitSink(opts: SinkOptions): Sink {
     const { repo } = resolved()
     const managed = managedFor(inventory, cluster)
     await publish(managed, async () => {
-      await repo.removePath(managed)
+      await repo.tree.removePath(managed)
       if (!(await repo.stage(managed))) return undefined
       return { message: removeMessage(inventory, cluster), result: emptyResult(), held: new Map() }
     })
@@ -188,7 +188,7 @@ export function createGitSink(opts: SinkOptions): Sink {
       drift = now.drift
       recordCheck(managed, snapshot, now.objectId, drift)
       if (drift.differences === 0) return undefined
-      await repo.applyPlan(drift.plan)
+      await repo.tree.applyPlan(drift.plan)
       if (!(await repo.stage(managed))) return undefined
       const held = heldFromItems(snapshot.items)
       return { message: repairMessage(snapshot, drift.differences), result: emptyResult(), held, rendered: snapshotId(snapshot) }

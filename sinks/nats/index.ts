@@ -6,12 +6,11 @@ import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
 import { emptyResult, type Sink, type WriteResult } from '../sink.js'
 import { natsSettings } from './config.js'
+import { EMPTY_CHECKSUM, encodeExport, encodeRemoval, subjectFor, type InventoryAddress } from './encode.js'
+import { isRetriable, NatsService } from './service.js'
 import {
   decodeState,
-  EMPTY_CHECKSUM,
-  encodeExport,
   encodeHeldSnapshot,
-  encodeRemoval,
   inventoryStateFilter,
   inventoryToken,
   itemsStateFilter,
@@ -19,12 +18,9 @@ import {
   replayFrom,
   snapshotStateKey,
   stateUpdates,
-  subjectFor,
   transitionFrom,
-  type InventoryAddress,
   type InventoryState,
-} from './encode.js'
-import { isRetriable, NatsService } from './service.js'
+} from './state.js'
 
 export { natsSettings } from './config.js'
 

@@ -3,7 +3,8 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
 import { STATE_BUCKET, type NatsSettings } from './config.js'
-import type { ItemEvent, OutgoingMessage, PublishedMessage, SnapshotMarker, StateEntry } from './encode.js'
+import type { ItemEvent, OutgoingMessage, SnapshotMarker } from './encode.js'
+import type { PublishedMessage, StateEntry } from './state.js'
 
 // Errors after which the same request can succeed: the connection, a timeout, JetStream not
 // answering (no responders while a server restarts), a concurrent writer.

@@ -9,20 +9,10 @@ import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { itemHash, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef } from '../../api/types.js'
 import { STATE_BUCKET } from '../../sinks/nats/config.js'
-import {
-  decodeState,
-  inventoryToken,
-  itemMessageId,
-  snapshotStateKey,
-  markerMessageId,
-  replay,
-  type InventoryState,
-  type ItemEvent,
-  type SnapshotMarker,
-  type Transition,
-} from '../../sinks/nats/encode.js'
+import { itemMessageId, markerMessageId, type ItemEvent, type SnapshotMarker, type Transition } from '../../sinks/nats/encode.js'
 import { createNatsSink } from '../../sinks/nats/index.js'
 import { capturesEvents } from '../../sinks/nats/service.js'
+import { decodeState, inventoryToken, replay, snapshotStateKey, type InventoryState } from '../../sinks/nats/state.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
 import { startNats, type NatsServer } from '../support/nats.js'

@@ -4,10 +4,13 @@ import { itemHash, itemKey } from '../../../api/canonical.js'
 import type { Item } from '../../../api/types.js'
 import { diffItems, type HeldItem } from '../../../sinks/diff.js'
 import {
-  decodeState, EMPTY_CHECKSUM, encodeExport, encodeHeldSnapshot, encodeRemoval, inventoryStateFilter, inventoryToken, itemMessageId, itemsStateFilter,
-  itemStateKey, markerMessageId, replay, replayFrom, snapshotStateKey, stateUpdates, subjectFor, transitionFrom,
-  type InventoryAddress, type InventoryState, type ItemEvent, type PublishedMessage, type SnapshotMarker, type StateEntry, type Transition,
+  EMPTY_CHECKSUM, encodeExport, encodeRemoval, itemMessageId, markerMessageId, subjectFor,
+  type InventoryAddress, type ItemEvent, type SnapshotMarker, type Transition,
 } from '../../../sinks/nats/encode.js'
+import {
+  decodeState, encodeHeldSnapshot, inventoryStateFilter, inventoryToken, itemsStateFilter, itemStateKey, replay, replayFrom, snapshotStateKey,
+  stateUpdates, transitionFrom, type InventoryState, type PublishedMessage, type StateEntry,
+} from '../../../sinks/nats/state.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../../support/items.js'
 
 const AT: InventoryAddress = { cluster: 'lab-west', inventory: { namespace: 'team-a', name: 'prod-inventory' } }

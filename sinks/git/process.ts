@@ -1,0 +1,157 @@
+import path from 'node:path'
+import { simpleGit, type SimpleGit } from 'simple-git'
+import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
+import { SinkError } from '../sink.js'
+import type { GitSettings } from './config.js'
+
+// How a git process is started (environment, config, timeouts) and how its output and failures
+// read. Which commands the sink runs is in service.ts.
+
+/** A git process that prints nothing for this long is stuck (a dead connection) and is killed. */
+const SILENCE_TIMEOUT_MS = 5 * 60_000
+
+// Only what git needs from our environment: a developer's EDITOR, GIT_DIR or pager must not
+// change what the sink does (and simple-git refuses several of them outright).
+const PASSTHROUGH_ENV = [
+  'PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT',
+  'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'all_proxy',
+  'SSL_CERT_FILE', 'SSL_CERT_DIR',
+]
+
+const PERMANENT_ERRORS = [
+  /Authentication failed/i,
+  /returned error: (401|403|404)\b/,
+  /\b403\b/,
+  /could not read (Username|Password)/i,
+  /does not appear to be a git repository/i,
+  /repository .*not found/i,
+  /unable to find remote helper/i,
+  /transport '.*' not allowed/i,
+  /hook declined/i,
+  /not permitted without enabling/i,
+]
+
+/**
+ * A SinkError from a failed git command, classified on git's own words. The message is
+ * redacted and the raw error is not kept as cause: its text is what could carry a credential.
+ */
+export function gitFailure(sink: SinkLabel, action: string, err: unknown, secrets: Secrets): SinkError {
+  if (err instanceof SinkError) return err
+  const raw = err instanceof Error ? err.message : String(err)
+  const detail = raw
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('hint:'))
+    .join('; ')
+    .slice(0, 1000)
+  return sinkFailure(sink, `git ${action}`, new Error(detail || 'unknown error'), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)
+}
+
+export function isRejectedBecauseRemoteMoved(message: string): boolean {
+  return (
+    /\[rejected\]|non-fast-forward|fetch first/i.test(message) ||
+    // Another push won the race for the ref lock on the remote.
+    (/\[remote rejected\]/.test(message) && /cannot lock ref|failed to update ref|but expected/i.test(message))
+  )
+}
+
+export interface Status {
+  /** HEAD commit, "" while the branch has none. */
+  head: string
+  /** Current branch, undefined when HEAD is detached. */
+  branch: string | undefined
+  trackedChanges: boolean
+  untracked: string[]
+}
+
+/** `git status --porcelain=v2 --branch -z` */
+export function parseStatus(output: string): Status {
+  const status: Status = { head: '', branch: undefined, trackedChanges: false, untracked: [] }
+  for (const entry of output.split('\0')) {
+    if (entry.startsWith('# branch.oid ')) {
+      const oid = entry.slice('# branch.oid '.length)
+      status.head = oid === '(initial)' ? '' : oid
+    } else if (entry.startsWith('# branch.head ')) {
+      const head = entry.slice('# branch.head '.length)
+      status.branch = head === '(detached)' ? undefined : head
+    } else if (entry.startsWith('? ')) status.untracked.push(entry.slice(2))
+    else if (/^[12u] /.test(entry)) status.trackedChanges = true
+  }
+  return status
+}
+
+/** `git ls-tree -r -z`: the object id of every blob, by path. */
+export function parseBlobIds(output: string): Map<string, string> {
+  const ids = new Map<string, string>()
+  for (const entry of output.split('\0')) {
+    // "<mode> <type> <id>\t<path>"
+    const tab = entry.indexOf('\t')
+    if (tab < 0) continue
+    const [, type, id] = entry.slice(0, tab).split(' ')
+    if (type === 'blob' && id) ids.set(entry.slice(tab + 1), id)
+  }
+  return ids
+}
+
+export function gitEnvironment(settings: GitSettings, dataDir: string): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const key of PASSTHROUGH_ENV) {
+    const value = process.env[key]
+    if (value !== undefined) env[key] = value
+  }
+  const { name, email } = settings.author
+  Object.assign(env, {
+    // English messages: errors are classified by their text.
+    LC_ALL: 'C',
+    // Without a terminal a credential prompt would hang; fail instead.
+    GIT_TERMINAL_PROMPT: '0',
+    // The sink's behaviour must not depend on the host's git configuration (signing, hooks, helpers).
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    // Our paths are data: "*" or ":" in a name must never act as pathspec magic.
+    GIT_LITERAL_PATHSPECS: '1',
+    GIT_AUTHOR_NAME: name,
+    GIT_AUTHOR_EMAIL: email,
+    GIT_COMMITTER_NAME: name,
+    GIT_COMMITTER_EMAIL: email,
+  })
+  const config: [string, string][] = [
+    ['commit.gpgSign', 'false'],
+    // A symlink pushed by another writer must not make us read or write outside the clone.
+    ['core.symlinks', 'false'],
+    // A volume mounted with another owner (fsGroup) would otherwise be refused as "dubious
+    // ownership"; the directory is the sink's own. Only honoured from protected config, like this.
+    ['safe.directory', repositoryDir(settings, dataDir)],
+    // Inventory documents are large and rewritten often: delta search and strong zlib would
+    // cost more per push than the bytes they save; loose objects are packed by gc later anyway.
+    ['pack.window', '0'],
+    ['pack.compression', '1'],
+    ['core.looseCompression', '1'],
+  ]
+  // Credentials travel per process in the environment: never on a command line (visible in
+  // ps), in the remote URL or in .git/config.
+  if (settings.auth) config.push([settings.auth.configKey, settings.auth.configValue])
+  env.GIT_CONFIG_COUNT = String(config.length)
+  config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key
+    env[`GIT_CONFIG_VALUE_${i}`] = value
+  })
+  return env
+}
+
+/** The data directory itself, or the clone of the remote inside it. */
+export function repositoryDir(settings: GitSettings, dataDir: string): string {
+  return settings.url === undefined ? path.resolve(dataDir) : path.join(path.resolve(dataDir), 'work')
+}
+
+export function openGit(dir: string, env: Record<string, string>): SimpleGit {
+  return simpleGit({
+    baseDir: dir,
+    binary: 'git',
+    maxConcurrentProcesses: 1,
+    trimmed: false,
+    timeout: { block: SILENCE_TIMEOUT_MS },
+    // Both are set by us above (the config file paths and the config count), not by a user.
+    unsafe: { allowUnsafeConfigPaths: true, allowUnsafeConfigEnvCount: true },
+  }).env(env)
+}
