@@ -1,5 +1,7 @@
 // The data contract shared by hooks/, sinks/ and server/. Nothing here does I/O.
 
+import type { InventoryStatusSink, StatusCondition } from './status.generated.js'
+
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 export type JsonObject = { [key: string]: JsonValue }
 
@@ -143,15 +145,13 @@ export interface KollectScopeSpec {
 }
 
 // ---- Status ----
-export type ConditionStatus = 'True' | 'False' | 'Unknown'
+// Generated from the CRDs' status schemas (`npm run docs`), the source the API server validates
+// against and docs/crd-reference.md documents: a hook cannot write a field the CRD would prune.
+export type {
+  InventoryStatus, InventoryStatusSink, ProfileStatus, ScopeStatus, SinkStatus, StatusCondition as Condition, TargetStatus, TargetStatusResource,
+} from './status.generated.js'
 
-export interface Condition {
-  type: string
-  status: ConditionStatus
-  reason: string
-  message: string
-  observedGeneration?: number
-}
+export type ConditionStatus = StatusCondition['status']
 
 // ---- Items and snapshots ----
 
@@ -216,7 +216,7 @@ export interface InventoryComposition {
   suspend: boolean
 }
 
-export type SinkState = 'Synced' | 'Pending' | 'Failing' | 'Drifted'
+export type SinkState = InventoryStatusSink['state']
 
 export interface SinkExportState extends ObjectRef {
   state: SinkState

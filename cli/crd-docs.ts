@@ -1,6 +1,7 @@
 import { relative, resolve } from 'node:path'
 import { crdFileForKind, crdForKind, findCrdDir, kinds, type CrdSchema, type KollectKind, type PrinterColumn } from '../api/crd-schemas.js'
 import { VERSION } from '../api/types.js'
+import { statusTypeName } from './crd-types.js'
 
 // docs/crd-reference.md, rendered from the CRDs in manifests/crds: every field of every kind
 // with its type, default, constraints and description, the validation rules, the printer
@@ -14,6 +15,11 @@ export function repoRoot(): string {
 
 export function crdReferencePath(): string {
   return resolve(repoRoot(), 'docs', 'crd-reference.md')
+}
+
+/** The TypeScript status types, rendered by cli/crd-types.ts in the same step. */
+export function statusTypesPath(): string {
+  return resolve(repoRoot(), 'api', 'status.generated.ts')
 }
 
 interface FieldRow {
@@ -87,6 +93,9 @@ function renderKind(kind: KollectKind): string[] {
     const rules: RuleRow[] = []
     walk(schema, part, root.required?.includes(part) === true, fields, rules)
     out.push('', `### ${part === 'spec' ? 'Spec' : 'Status'}`, '')
+    if (part === 'status') {
+      out.push(`In TypeScript this is \`${statusTypeName(kind)}\` of [api/status.generated.ts](../api/status.generated.ts), generated from the same schema.`, '')
+    }
     out.push('| Field | Type | Required | Default | Constraints | Description |', '|---|---|---|---|---|---|')
     for (const f of fields) {
       out.push(row([code(f.path), typeOf(f.schema), f.required ? 'yes' : '', f.schema.default === undefined ? '' : code(scalar(f.schema.default)), constraints(f.schema), oneLine(f.schema.description ?? '')]))

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { specProblems } from '../api/crd-schemas.js'
 import {
-  API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec, type KubeObject, type ResourceSpec,
+  API_VERSION, type Item, type KollectProfileSpec, type KollectTargetSpec, type KubeObject, type ResourceSpec,
 } from '../api/types.js'
 import { compileCel, type CelProgram } from '../hooks/cel.js'
 import { expressionInput, extractObject } from '../hooks/extract.js'
@@ -262,8 +262,8 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
 
   // ---- the hook itself ----
   const { response, report } = syncTarget(req, { plural, limits: DEFAULT_LIMITS })
-  const status = response.status as { matchedCount: number; extractedCount: number; failedCount: number; conditions: Condition[] }
-  const ready = status.conditions.find((c) => c.type === 'Ready')
+  const status = response.status
+  const ready = status.conditions?.find((c) => c.type === 'Ready')
   const summary: string[] = [`${targetLabel} (${res && resourceKnown ? describeType(res) : 'no resource'}) with KollectProfile ${namespace}/${nameOf(profileObject)}`, read]
   if (!ready || ready.status !== 'True') {
     const lines = [...summary, `${targetLabel} is not ready: ${ready?.reason ?? 'Unknown'}: ${ready?.message ?? ''}`, ...notes]
@@ -294,11 +294,11 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   }
   summary.push(`items: ${items.length}`)
   // Ready first, then any other condition that holds (Degraded).
-  for (const c of [ready, ...status.conditions.filter((c) => c.type !== 'Ready' && c.status === 'True')]) {
+  for (const c of [ready, ...(status.conditions ?? []).filter((c) => c.type !== 'Ready' && c.status === 'True')]) {
     summary.push(`${c.type}=${c.status} ${c.reason}: ${c.message}`)
   }
   for (const line of [...summary, ...notes]) io.stderr.write(line + '\n')
-  return status.failedCount > 0 ? EXIT_INVALID : EXIT_OK
+  return (status.failedCount ?? 0) > 0 ? EXIT_INVALID : EXIT_OK
 }
 
 interface Explained {

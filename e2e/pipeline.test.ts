@@ -11,7 +11,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { KubeObject } from '../api/types.js'
 import { exampleDeployments } from '../test/support/gen-examples.js'
 import { cloneRemote, createBareRemote, git } from '../test/support/git.js'
-import { get, post } from '../test/support/hooks-server.js'
+import { get, post, type AnyStatus } from '../test/support/hooks-server.js'
 import { ROOT, TYPES, controllerFor, customizeRequest, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
 import { startNats, type NatsServer } from '../test/support/nats.js'
 import { freePort } from '../test/support/ports.js'
@@ -57,18 +57,16 @@ async function hook(route: string, body: string): Promise<Record<string, unknown
   return res.json() as Record<string, unknown>
 }
 
-interface InventoryStatus { itemCount: number; checksum: string; conditions: { type: string; status: string; reason: string }[]; sinks: { name: string; state: string; message: string }[] }
-
-async function waitSynced(checksum?: string): Promise<InventoryStatus> {
-  let last: InventoryStatus | undefined
+async function waitSynced(checksum?: string): Promise<AnyStatus> {
+  let last: AnyStatus | undefined
   await pollUntil('inventory Synced', async () => {
-    last = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
-    const synced = last.conditions.find((c) => c.type === 'Synced')?.status === 'True'
+    last = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+    const synced = last.conditions?.find((c) => c.type === 'Synced')?.status === 'True'
     return synced && (checksum === undefined || last.checksum !== checksum)
   }, { timeoutMs: 30_000, proc: exporter }).catch((err: Error) => {
     throw new Error(`${err.message}\nlast status: ${JSON.stringify(last)}\n${exporter.logTail()}`)
   })
-  return last as InventoryStatus
+  return last as AnyStatus
 }
 
 async function streamSubjects(): Promise<string[]> {
@@ -128,22 +126,22 @@ after(async () => {
 })
 
 test('profile, sinks, target and inventory: one export reaches git, PostgreSQL and NATS; one change is one change everywhere', async () => {
-  const profile = (await hook('/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {}))))['status'] as InventoryStatus
-  assert.equal(profile.conditions[0]?.status, 'True')
+  const profile = (await hook('/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {}))))['status'] as AnyStatus
+  assert.equal(profile.conditions?.[0]?.status, 'True')
   for (const s of sinks) {
-    const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), s, {}))))['status'] as InventoryStatus
-    assert.equal(st.conditions[0]?.status, 'True', `${s.metadata?.name}: ${JSON.stringify(st)}`)
-    assert.deepEqual(st.conditions.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'True', 'Reachable']], `${s.metadata?.name}: ${JSON.stringify(st)}`)
+    const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), s, {}))))['status'] as AnyStatus
+    assert.equal(st.conditions?.[0]?.status, 'True', `${s.metadata?.name}: ${JSON.stringify(st)}`)
+    assert.deepEqual(st.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'True', 'Reachable']], `${s.metadata?.name}: ${JSON.stringify(st)}`)
   }
   const rules = (await hook('/hooks/targets/customize', goJson(customizeRequest(controllerFor('kollect-targets'), loadExampleCr('target-deployments.yaml')))))['relatedResources'] as { resource: string }[]
   assert.deepEqual(rules.map((r) => r.resource), ['kollectscopes', 'kollectprofiles', 'deployments'])
-  const target = (await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments()))))['status'] as Record<string, unknown>
-  assert.equal(target['extractedCount'], 3)
+  const target = (await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments()))))['status'] as AnyStatus
+  assert.equal(target.extractedCount, 3)
   await hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inventory())))
 
   const first = await waitSynced()
   assert.equal(first.itemCount, 3)
-  assert.deepEqual(first.sinks.map((s) => [s.name, s.state]), [['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Synced']])
+  assert.deepEqual(first.sinks?.map((s) => [s.name, s.state]), [['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Synced']])
   assert.deepEqual(await exportCommits(), ['kollect: team-a/prod-inventory +3 ~0 -0 (3 items)'])
   assert.match(await git(remote, 'log', '-1', '--format=%B', 'main'), new RegExp(`Kollect-Checksum: ${first.checksum}`))
   assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE cluster = 'e2e' AND inventory_name = 'prod-inventory'`), 3)
@@ -155,8 +153,8 @@ test('profile, sinks, target and inventory: one export reaches git, PostgreSQL a
   await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
   // Right after the change the inventory must not claim Synced with the old checksum (issue 9).
   // The 300ms debounce may already have fired on a slow machine, so Synced with the new one is fine.
-  const right = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
-  const rightSynced = right.conditions.find((c) => c.type === 'Synced')
+  const right = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+  const rightSynced = right.conditions?.find((c) => c.type === 'Synced')
   if (rightSynced?.status === 'True') assert.notEqual(right.checksum, first.checksum, JSON.stringify(right))
   else assert.equal(rightSynced?.reason, 'Pending', JSON.stringify(right))
   const second = await waitSynced(first.checksum)
@@ -180,8 +178,8 @@ test('an exporter restart before a target re-reports deletes nothing and writes 
   await pollUntil('hooks ready again', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: exporter })
 
   // The inventory arrives first (Metacontroller's resync order is arbitrary): the gate holds.
-  const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
-  assert.equal(waiting.conditions.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets')
+  const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+  assert.equal(waiting.conditions?.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets')
   await new Promise((r) => setTimeout(r, 1500)) // well past debounce (300ms)
   assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE inventory_name = 'prod-inventory'`), 3)
   assert.deepEqual(await exportCommits(), commits)
@@ -205,12 +203,12 @@ test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next
   try {
     // The image goes back: git and NATS take it, PostgreSQL cannot.
     await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
-    let owed: InventoryStatus | undefined
+    let owed: AnyStatus | undefined
     await pollUntil('portal-db Failing, the others Synced', async () => {
-      owed = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
-      return JSON.stringify(owed.sinks.map((x) => [x.name, x.state])) === JSON.stringify([['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Failing']])
+      owed = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+      return JSON.stringify(owed.sinks?.map((x) => [x.name, x.state])) === JSON.stringify([['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Failing']])
     }, { timeoutMs: 30_000, proc: exporter }).catch((err: Error) => { throw new Error(`${err.message}\nlast status: ${JSON.stringify(owed)}\n${exporter.logTail()}`) })
-    const checksum = (owed as InventoryStatus).checksum
+    const checksum = (owed as AnyStatus).checksum
     assert.equal((await exportCommits()).length, commits.length + 1)
 
     const started = Date.now()
@@ -237,8 +235,8 @@ test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next
     await pollUntil('the journal entry removed once the export is confirmed', async () => readdirSync(path.join(root, 'data', 'pending')).length === 0, { timeoutMs: 5_000, proc: exporter })
     assert.equal((await exportCommits()).length, commits.length + 1, 'git, which had the export, is not written again')
     assert.equal((await streamSubjects()).length, events + 2, 'NATS, which had the export, is not written again')
-    const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as InventoryStatus
-    assert.equal(waiting.conditions.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets', 'new exports still wait for every target')
+    const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+    assert.equal(waiting.conditions?.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets', 'new exports still wait for every target')
     await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
     const synced = await waitSynced()
     assert.equal(synced.checksum, checksum)
@@ -275,11 +273,11 @@ test('an edit to the Git record by another writer is undone by the first export 
 test('a sink whose server is down is Ready but Unreachable, with the reason and no password', async () => {
   const down = sinkCr('down-db', { type: 'postgres', cluster: 'e2e', secretRef: { name: 'down-creds' } })
   // The exporter reads KOLLECT_SECRET_TEAM_A__DOWN_CREDS__*: not set, so the sink cannot even be created.
-  const missing = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), down, {}))))['status'] as InventoryStatus
-  assert.deepEqual(missing.conditions.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']])
+  const missing = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), down, {}))))['status'] as AnyStatus
+  assert.deepEqual(missing.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']])
   const git = sinkCr('gone-remote', { type: 'git', cluster: 'e2e', git: { url: path.join(root, 'no-such-remote.git') } })
-  const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), git, {}))))['status'] as { conditions: { type: string; status: string; message: string }[] }
-  const reachable = st.conditions.find((c) => c.type === 'Reachable')
+  const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), git, {}))))['status'] as AnyStatus
+  const reachable = st.conditions?.find((c) => c.type === 'Reachable')
   assert.equal(reachable?.status, 'False')
   assert.ok(reachable && reachable.message.length > 0 && !reachable.message.includes(pg.password))
 })

@@ -1,6 +1,6 @@
 import { specProblems } from '../api/crd-schemas.js'
 import {
-  API_VERSION, type Condition, type FinalizeResult, type InventoryComposition, type InventoryExportState,
+  API_VERSION, type Condition, type FinalizeResult, type InventoryComposition, type InventoryExportState, type InventoryStatus,
   type KollectInventorySpec, type KollectSinkSpec, type ObjectRef, type ResolvedSink,
 } from '../api/types.js'
 import { condition, sortConditions } from './conditions.js'
@@ -143,7 +143,7 @@ export function composeInventory(req: SyncRequest): Composed {
 }
 
 /** Status as a pure function of the request's composition and the exporter's recorded state. */
-export function inventoryStatus(req: SyncRequest, composed: Composed, state: InventoryExportState | null): Record<string, unknown> {
+export function inventoryStatus(req: SyncRequest, composed: Composed, state: InventoryExportState | null): InventoryStatus {
   const generation = parentGeneration(req.parent)
   if (!composed.ok || !state) {
     const p = composed.problems[0] ?? { reason: 'ExporterUnavailable', message: 'the exporter did not answer' }
@@ -176,7 +176,7 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
         [...troubled.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
       : condition('Degraded', false, 'AsExpected', problems.map((p) => p.message).join('; '), generation),
   ]
-  const status: Record<string, unknown> = {
+  const status: InventoryStatus = {
     observedGeneration: generation,
     itemCount: state.itemCount,
     checksum: state.checksum,
@@ -184,7 +184,7 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
     sinks: state.sinks,
     conditions: sortConditions(conditions),
   }
-  if (state.lastExportTime) status['lastExportTime'] = state.lastExportTime
+  if (state.lastExportTime) status.lastExportTime = state.lastExportTime
   return status
 }
 
@@ -202,8 +202,8 @@ function syncedCondition(c: InventoryComposition, state: InventoryExportState, p
   return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
 }
 
-export function syncInventoryResponse(req: SyncRequest, composed: Composed, state: InventoryExportState | null): SyncResponse {
-  const response: SyncResponse = { status: inventoryStatus(req, composed, state), children: [] }
+export function syncInventoryResponse(req: SyncRequest, composed: Composed, state: InventoryExportState | null): SyncResponse<InventoryStatus> {
+  const response: SyncResponse<InventoryStatus> = { status: inventoryStatus(req, composed, state), children: [] }
   const resync = composed.ok && state ? resyncAfterSeconds(composed.composition, state) : undefined
   if (resync !== undefined) response.resyncAfterSeconds = resync
   return response
@@ -225,7 +225,7 @@ export function resyncAfterSeconds(c: InventoryComposition, state: InventoryExpo
   return Math.min(MAX_RESYNC_SECONDS, Math.ceil(state.nextChangeInMs / 1000) + 1)
 }
 
-export function finalizeInventoryResponse(req: SyncRequest, composed: Composed, result: FinalizeResult | null): SyncResponse {
+export function finalizeInventoryResponse(req: SyncRequest, composed: Composed, result: FinalizeResult | null): SyncResponse<InventoryStatus> {
   const status = inventoryStatus(req, composed, result?.state ?? null)
   if (result?.finalized) return { status, children: [], finalized: true }
   return { status, children: [], finalized: false, resyncAfterSeconds: 5 }

@@ -1,12 +1,12 @@
 import { specProblems } from '../api/crd-schemas.js'
-import type { KollectProfileSpec } from '../api/types.js'
+import type { KollectProfileSpec, ProfileStatus } from '../api/types.js'
 import { condition } from './conditions.js'
 import type { ExpressionLimits } from './limits.js'
 import { compileProfile, describeProblem } from './profile.js'
 import { parentGeneration, parentSpec, type SyncRequest, type SyncResponse } from './request.js'
 
 /** Compile every expression; each failing attribute is named with its error and position. */
-export function syncProfile(req: SyncRequest, limits?: ExpressionLimits): SyncResponse {
+export function syncProfile(req: SyncRequest, limits?: ExpressionLimits): SyncResponse<ProfileStatus> {
   const generation = parentGeneration(req.parent)
   const spec = parentSpec<KollectProfileSpec>(req.parent)
   const schema = specProblems('KollectProfile', spec)

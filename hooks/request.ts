@@ -31,8 +31,9 @@ export interface CustomizeResponse {
   relatedResources: RelatedRule[]
 }
 
-export interface SyncResponse {
-  status: Record<string, unknown>
+/** A sync or finalize answer; S is the kind's status type from api/types.ts (TargetStatus, …). */
+export interface SyncResponse<S extends object> {
+  status: S
   children: KubeObject[]
   resyncAfterSeconds?: number
   finalized?: boolean
@@ -64,6 +65,12 @@ export function parentGeneration(parent: KubeObject): number {
 export function parentSpec<T>(parent: KubeObject): T {
   const spec = parent['spec']
   return (spec !== null && typeof spec === 'object' ? spec : {}) as T
+}
+
+/** The status the API server holds (it validated it against the CRD); empty before the first sync. */
+export function parentStatus<S extends object>(parent: KubeObject): Partial<S> {
+  const status = parent['status']
+  return (status !== null && typeof status === 'object' ? status : {}) as Partial<S>
 }
 
 /** Related objects of one type, in key order so every derived value is deterministic. */

@@ -1,5 +1,5 @@
 import { specProblems } from '../api/crd-schemas.js'
-import { API_VERSION, type KollectSinkSpec, type SinkCheck } from '../api/types.js'
+import { API_VERSION, type KollectSinkSpec, type SinkCheck, type SinkStatus } from '../api/types.js'
 import { condition } from './conditions.js'
 import { parentGeneration, parentRef, parentSpec, type CustomizeRequest, type CustomizeResponse, type SyncRequest, type SyncResponse } from './request.js'
 import { effectiveScope, secretDenial } from './scope.js'
@@ -70,12 +70,12 @@ export function mayCheck(review: SinkReview): boolean {
  * server checked, whether the sink answered its healthcheck. An unreachable sink is still Ready:
  * exports wait and retry.
  */
-export function syncSink(req: SyncRequest, policy: SinkPolicy, check?: SinkCheck): SyncResponse {
+export function syncSink(req: SyncRequest, policy: SinkPolicy, check?: SinkCheck): SyncResponse<SinkStatus> {
   return sinkSyncResponse(req, reviewSink(req, policy), check)
 }
 
 /** The same, for a caller that already reviewed the sink (to decide whether to check). */
-export function sinkSyncResponse(req: SyncRequest, review: SinkReview, check?: SinkCheck): SyncResponse {
+export function sinkSyncResponse(req: SyncRequest, review: SinkReview, check?: SinkCheck): SyncResponse<SinkStatus> {
   const generation = parentGeneration(req.parent)
   const { problems, secretDenied } = review
   const conditions = [secretDenied !== null

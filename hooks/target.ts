@@ -2,7 +2,7 @@ import { compareItems, itemHash, itemKey, itemsChecksum } from '../api/canonical
 import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectScopeSpec, type KollectTargetSpec,
-  type KubeObject, type LabelSelector, type TargetReport,
+  type KubeObject, type LabelSelector, type TargetReport, type TargetStatus, type TargetStatusResource,
 } from '../api/types.js'
 import { compileCel, type CelProgram } from './cel.js'
 import { condition, sortConditions, truncate } from './conditions.js'
@@ -11,7 +11,7 @@ import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './lim
 import { isClusterScoped, type PluralResolution } from './plural.js'
 import { compileProfile, describeProblem } from './profile.js'
 import {
-  apiVersionOf, parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
+  apiVersionOf, parentGeneration, parentRef, parentSpec, parentStatus, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
 import { effectiveScope, resolveNamespaces, scopeNames, type EffectiveScope } from './scope.js'
@@ -29,7 +29,7 @@ export interface TargetContext {
 export const NOT_WATCHED_RESYNC_SECONDS = 60
 
 export interface TargetSyncResult {
-  response: SyncResponse
+  response: SyncResponse<TargetStatus>
   /** Items for the exporter; null keeps what it already holds (the spec or profile is broken, or the target is suspended). */
   report: TargetReport | null
   /** Set when a runtime bound stopped the whole sync (the server counts it as shed). */
@@ -262,11 +262,11 @@ function identityOf(object: KubeObject, fallbackVersion: string, target: { names
 function targetResponse(
   counts: Counts,
   checksum: string,
-  resource: Record<string, string> | undefined,
+  resource: TargetStatusResource | undefined,
   conditions: Condition[],
   generation: number,
-): SyncResponse {
-  const status: Record<string, unknown> = {
+): SyncResponse<TargetStatus> {
+  const status: TargetStatus = {
     observedGeneration: generation,
     matchedCount: counts.matchedCount,
     extractedCount: counts.extractedCount,
@@ -275,7 +275,7 @@ function targetResponse(
     checksum,
     conditions: sortConditions(conditions),
   }
-  if (resource) status['resource'] = resource
+  if (resource) status.resource = resource
   return { status, children: [] }
 }
 
@@ -283,11 +283,11 @@ function targetResponse(
  * Deleting a target drops its items from every inventory. The server has the exporter do that
  * first, and answers with an error (which Metacontroller retries) when it cannot.
  */
-export function finalizeTarget(req: SyncRequest): SyncResponse {
+export function finalizeTarget(req: SyncRequest): SyncResponse<TargetStatus> {
   const generation = parentGeneration(req.parent)
-  const status = req.parent['status'] && typeof req.parent['status'] === 'object' ? { ...(req.parent['status'] as Record<string, unknown>) } : {}
-  status['observedGeneration'] = generation
-  status['conditions'] = [condition('Ready', false, 'Finalized', 'items removed from the exporter', generation)]
+  const status: TargetStatus = { ...parentStatus<TargetStatus>(req.parent) }
+  status.observedGeneration = generation
+  status.conditions = [condition('Ready', false, 'Finalized', 'items removed from the exporter', generation)]
   return { status, children: [], finalized: true }
 }
 
@@ -295,7 +295,7 @@ export function finalizeTarget(req: SyncRequest): SyncResponse {
  * Status for a sync the server had to stop (time or memory budget): Ready False with the
  * reason; the exporter keeps the target's last items.
  */
-export function abortedTargetSync(parent: KubeObject, reason: 'EvaluationTimeout' | 'ResourceLimit', message: string): SyncResponse {
+export function abortedTargetSync(parent: KubeObject, reason: 'EvaluationTimeout' | 'ResourceLimit', message: string): SyncResponse<TargetStatus> {
   const generation = parentGeneration(parent)
   return targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', undefined, [condition('Ready', false, reason, message, generation)], generation)
 }
@@ -305,9 +305,9 @@ export function abortedTargetSync(parent: KubeObject, reason: 'EvaluationTimeout
  * was extracted, Ready False ResourceLimit with the exporter's message, and no checksum, since
  * the exporter still holds the target's last accepted items. Other conditions stay.
  */
-export function refusedTargetSync(response: SyncResponse, message: string): SyncResponse {
-  const generation = response.status['observedGeneration'] as number
-  const conditions = (response.status['conditions'] as Condition[]).filter((c) => c.type !== 'Ready')
+export function refusedTargetSync(response: SyncResponse<TargetStatus>, message: string): SyncResponse<TargetStatus> {
+  const generation = response.status.observedGeneration ?? 0
+  const conditions = (response.status.conditions ?? []).filter((c) => c.type !== 'Ready')
   conditions.push(condition('Ready', false, 'ResourceLimit', message, generation))
   return { ...response, status: { ...response.status, lastError: truncate(message, 256), checksum: '', conditions: sortConditions(conditions) } }
 }
@@ -317,9 +317,9 @@ export function refusedTargetSync(response: SyncResponse, message: string): Sync
  * must not move backwards, so observedGeneration and checksum are the held report's, every
  * condition is raised to that generation, and Stale says why. The counts are this sync's.
  */
-export function staleTargetSync(response: SyncResponse, stale: { message: string; heldGeneration: number; heldChecksum: string }): SyncResponse {
-  const generation = Math.max(stale.heldGeneration, response.status['observedGeneration'] as number)
-  const conditions = (response.status['conditions'] as Condition[]).map((c): Condition => ({ ...c, observedGeneration: Math.max(c.observedGeneration ?? 0, generation) }))
+export function staleTargetSync(response: SyncResponse<TargetStatus>, stale: { message: string; heldGeneration: number; heldChecksum: string }): SyncResponse<TargetStatus> {
+  const generation = Math.max(stale.heldGeneration, response.status.observedGeneration ?? 0)
+  const conditions = (response.status.conditions ?? []).map((c): Condition => ({ ...c, observedGeneration: Math.max(c.observedGeneration ?? 0, generation) }))
   conditions.push(condition('Stale', true, 'StaleReportDropped', stale.message, generation))
   return { ...response, status: { ...response.status, observedGeneration: generation, checksum: stale.heldChecksum, conditions: sortConditions(conditions) } }
 }
@@ -328,10 +328,10 @@ export function staleTargetSync(response: SyncResponse, stale: { message: string
  * Status for a sync some of whose objects were older (metadata.generation) than the items the
  * exporter holds for them: those keep the held items, and Degraded says how many.
  */
-export function staleItemsTargetSync(response: SyncResponse, staleItems: number): SyncResponse {
-  const generation = response.status['observedGeneration'] as number
+export function staleItemsTargetSync(response: SyncResponse<TargetStatus>, staleItems: number): SyncResponse<TargetStatus> {
+  const generation = response.status.observedGeneration ?? 0
   const message = `${staleItems} ${staleItems === 1 ? 'object was' : 'objects were'} older (metadata.generation) than the exporter's items for them; the newer items were kept`
-  const conditions = response.status['conditions'] as Condition[]
+  const conditions = response.status.conditions ?? []
   const degraded = conditions.find((c) => c.type === 'Degraded')
   const rest = conditions.filter((c) => c !== degraded)
   // One condition per type: an existing Degraded keeps its reason and gains the message.

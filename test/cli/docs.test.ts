@@ -2,7 +2,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { crdReferencePath, renderCrdReference } from '../../cli/crd-docs.js'
+import { crdReferencePath, renderCrdReference, statusTypesPath } from '../../cli/crd-docs.js'
+import { renderStatusTypes } from '../../cli/crd-types.js'
 import { ERRORS } from '../../server/errors.js'
 import { createMetrics } from '../../server/metrics.js'
 import { ROOT } from '../support/metacontroller.js'
@@ -15,6 +16,11 @@ const operationLines = operations.split('\n')
 test('docs/crd-reference.md is what cli/gen-crd-docs.ts renders from the CRDs (run npm run docs)', () => {
   const checkedIn = readFileSync(crdReferencePath(), 'utf8')
   assert.equal(checkedIn, renderCrdReference(), 'docs/crd-reference.md is out of date: run `npm run docs` and commit the result')
+})
+
+test('api/status.generated.ts is what cli/crd-types.ts renders from the CRDs (run npm run docs)', () => {
+  const checkedIn = readFileSync(statusTypesPath(), 'utf8')
+  assert.equal(checkedIn, renderStatusTypes(), 'api/status.generated.ts is out of date: run `npm run docs` and commit the result')
 })
 
 test('every HTTP error code has a row in docs/operations.md, with its status', () => {

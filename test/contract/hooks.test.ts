@@ -3,10 +3,10 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { validateStatus } from '../../api/crd-schemas.js'
-import type { KubeObject } from '../../api/types.js'
+import type { InventoryStatus, KubeObject, TargetStatus } from '../../api/types.js'
 import { NOT_WATCHED_RESYNC_SECONDS } from '../../hooks/target.js'
 import { exampleRequests } from '../support/gen-examples.js'
-import { get, post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
+import { get, post, startHooksServer, statusOf, type HooksServer } from '../support/hooks-server.js'
 import {
   ROOT, TYPES, controllerFor, deployment, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest,
 } from '../support/metacontroller.js'
@@ -65,7 +65,7 @@ describe('examples and golden responses', () => {
 })
 
 interface InventoryAnswer {
-  status: { checksum: string; itemCount: number; conditions: { type: string; status: string; reason: string }[] }
+  status: InventoryStatus
   resyncAfterSeconds?: number
 }
 
@@ -81,7 +81,7 @@ async function sendExample(url: string, name: string, edit?: (body: { parent: { 
   const res = await post(url + ROUTES[name], body)
   assert.equal(res.status, 200, `${name}: ${res.text}`)
   const answer = res.json() as InventoryAnswer
-  if (name.startsWith('inventory')) assert.deepEqual(validateStatus('KollectInventory', answer.status as unknown as Record<string, unknown>), { valid: true })
+  if (name.startsWith('inventory')) assert.deepEqual(validateStatus('KollectInventory', answer.status), { valid: true })
   const synced = answer.status.conditions?.find((c) => c.type === 'Synced')
   return { ...answer, synced: `${synced?.status} ${synced?.reason}` }
 }
@@ -148,8 +148,8 @@ describe('Metacontroller request shapes', () => {
     const b = await post(server.url + '/hooks/targets/sync', body)
     assert.equal(a.status, 200)
     assert.equal(a.text, b.text)
-    const status = (a.json() as { status: Record<string, unknown> }).status
-    assert.equal(status['matchedCount'], 2)
+    const status = statusOf(a)
+    assert.equal(status.matchedCount, 2)
     assert.deepEqual(validateStatus('KollectTarget', status), { valid: true })
   })
 
@@ -162,7 +162,7 @@ describe('Metacontroller request shapes', () => {
     assert.match(body, /"team-a\/escapes"/)
     const res = await post(server.url + '/hooks/targets/sync', body)
     assert.equal(res.status, 200)
-    assert.equal((res.json() as { status: { extractedCount: number } }).status.extractedCount, 1)
+    assert.equal(statusOf(res).extractedCount, 1)
   })
 
   test('core kinds are keyed Kind.version (Pod.v1) and selected', async () => {
@@ -173,9 +173,9 @@ describe('Metacontroller request shapes', () => {
     const related = relatedMap([TYPES.scope, TYPES.profile, TYPES.pod], { [TYPES.profile]: [profile], [TYPES.pod]: [pod('a', 'team-a'), pod('b', 'team-a'), pod('c', 'team-c')] })
     assert.deepEqual(Object.keys(related[TYPES.pod] ?? {}), ['team-a/a', 'team-a/b', 'team-c/c'])
     const res = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), target, related)))
-    const status = (res.json() as { status: Record<string, unknown> }).status
-    assert.equal(status['matchedCount'], 2, 'team-c is outside the target namespace')
-    assert.deepEqual(status['resource'], { group: '', version: 'v1', kind: 'Pod', plural: 'pods' })
+    const status = statusOf(res)
+    assert.equal(status.matchedCount, 2, 'team-c is outside the target namespace')
+    assert.deepEqual(status.resource, { group: '', version: 'v1', kind: 'Pod', plural: 'pods' })
   })
 
   test('cluster-scoped objects keyed by bare name are selected when the scope allows all namespaces', async () => {
@@ -187,30 +187,30 @@ describe('Metacontroller request shapes', () => {
     const related = relatedMap([TYPES.scope, TYPES.profile, TYPES.namespace], { [TYPES.profile]: [profile], [TYPES.scope]: [scope], [TYPES.namespace]: [ns('team-a'), ns('team-b')] })
     assert.deepEqual(Object.keys(related[TYPES.namespace] ?? {}), ['team-a', 'team-b'])
     const res = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), target, related)))
-    assert.equal((res.json() as { status: { extractedCount: number } }).status.extractedCount, 2)
+    assert.equal(statusOf(res).extractedCount, 2)
 
     const noScope = relatedMap([TYPES.scope, TYPES.profile, TYPES.namespace], { [TYPES.profile]: [profile], [TYPES.namespace]: [ns('team-a')] })
     const denied = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), target, noScope)))
-    const conditions = (denied.json() as { status: { conditions: { reason: string }[] } }).status.conditions
-    assert.equal(conditions[0]?.reason, 'ScopeNamespaceDenied')
+    const conditions = statusOf(denied).conditions
+    assert.equal(conditions?.[0]?.reason, 'ScopeNamespaceDenied')
   })
 
   test('every declared type present as {} is an empty selection, not an error', async () => {
     const res = await post(server.url + '/hooks/targets/sync', goJson(targetSyncRequest([])))
     assert.equal(res.status, 200)
-    const status = (res.json() as { status: Record<string, unknown> }).status
-    assert.equal(status['matchedCount'], 0)
-    assert.equal(status['checksum'], 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855')
+    const status = statusOf(res)
+    assert.equal(status.matchedCount, 0)
+    assert.equal(status.checksum, 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855')
   })
 
   test('no entry at all for the target\'s type (a customize answer older than the kind) comes back through the extraction child as ResourceNotWatched with resyncAfterSeconds', async () => {
     const related = relatedMap([TYPES.scope, TYPES.profile], { [TYPES.profile]: [loadExampleCr('profile-deployments.yaml')] })
     const res = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), loadExampleCr('target-deployments.yaml'), related)))
     assert.equal(res.status, 200)
-    const body = res.json() as { status: { conditions: { type: string; status: string; reason: string }[] }; resyncAfterSeconds?: number }
+    const body = res.json() as { status: TargetStatus; resyncAfterSeconds?: number }
     assert.deepEqual(Object.keys(body).sort(), ['children', 'resyncAfterSeconds', 'status'])
     assert.equal(body.resyncAfterSeconds, NOT_WATCHED_RESYNC_SECONDS)
-    assert.deepEqual(body.status.conditions.map((c) => `${c.type}=${c.status} ${c.reason}`), ['Ready=False ResourceNotWatched'])
+    assert.deepEqual(body.status.conditions?.map((c) => `${c.type}=${c.status} ${c.reason}`), ['Ready=False ResourceNotWatched'])
   })
 
   test('responses carry only the keys a strict v2 decoder accepts', async () => {
@@ -258,7 +258,7 @@ describe('bad input gets a clear 4xx or a status condition, and the server keeps
     ;(profile['spec'] as { attributes: { name: string; cel?: string }[] }).attributes[0] = { name: 'images', cel: 'object.spec.template.spec.containers.map(c, c.image' }
     const res = await post(server.url + '/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), profile, {})))
     assert.equal(res.status, 200)
-    const ready = (res.json() as { status: { conditions: { status: string; reason: string; message: string }[] } }).status.conditions[0]
+    const ready = statusOf(res).conditions?.[0]
     assert.equal(ready?.status, 'False')
     assert.equal(ready?.reason, 'InvalidExpression')
     assert.match(ready?.message ?? '', /spec\.attributes\[0\]\.cel \(images\): .* at position \d+/)
@@ -269,7 +269,7 @@ describe('bad input gets a clear 4xx or a status condition, and the server keeps
     ;(profile['spec'] as { attributes: unknown[] }).attributes = [{ name: 'x', jsonPath: "$..[?(@.constructor.constructor('return process')().exit(3))]" }]
     const res = await post(server.url + '/hooks/targets/sync', goJson(targetSyncRequest([deployment(1)], { profile })))
     assert.equal(res.status, 200)
-    const ready = (res.json() as { status: { conditions: { reason: string; message: string }[] } }).status.conditions[0]
+    const ready = statusOf(res).conditions?.[0]
     assert.equal(ready?.reason, 'ProfileInvalid')
     assert.match(ready?.message ?? '', /jsonPath/)
     assert.equal((await get(server.url + '/healthz')).status, 200)

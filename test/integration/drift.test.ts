@@ -105,7 +105,7 @@ test('git, drift Report: the scheduled check leaves the edit and the inventory s
   assert.match(state.sinks[0]?.message ?? '', new RegExp(`^1 item differs from the last export \\(team-a/deploys/${VICTIM.uid}\\)`))
   const parent = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectInventory', metadata: { name: INV.name, namespace: INV.namespace, generation: 1 }, spec: {} }
   const status = inventoryStatus({ controller: {}, parent, children: {}, related: {} } as unknown as SyncRequest, { ok: true, composition, problems: [] }, state)
-  const conditions = status['conditions'] as { type: string; status: string; reason: string }[]
+  const conditions = status.conditions ?? []
   assert.deepEqual(conditions.filter((c) => c.type !== 'Ready').map((c) => [c.type, c.status, c.reason]), [['Degraded', 'True', 'SinkDrifted'], ['Synced', 'False', 'Drifted']])
 })
 

@@ -75,7 +75,7 @@ const resolved = { status: 200 as const, condition: { type: 'Ready', status: 'Tr
 const profileInvalid = (fragment: string) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: new RegExp(`^KollectProfile deployments-basic: ${esc(fragment)}`) } })
 const extractedWithErrors = { status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'ExtractedWithErrors', message: /^1 of 1 objects had extraction errors$/ } }
 const resourceLimit = (message: RegExp) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ResourceLimit', message } })
-const lastError = (re: RegExp) => (res: RawResponse) => assert.match(String(statusOf(res)['lastError']), re)
+const lastError = (re: RegExp) => (res: RawResponse) => assert.match(String(statusOf(res).lastError), re)
 
 /** One Deployment, with a profile of the given attributes. */
 const withProfile = (attributes: unknown[], d: KubeObject = deployment(1)) => json(targetSyncRequest([d], { profile: profileWith(attributes) }))
@@ -363,7 +363,7 @@ const CASES: Case[] = [
     body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })]),
     expect: extracted(1),
     check: async (res, server) => {
-      assert.equal(statusOf(res)['failedCount'], 0)
+      assert.equal(statusOf(res).failedCount, 0)
       const { files } = await exportThroughFileSink(server, { namespace: 'team-a', inventory: 'secrets-inv', target: 'secrets', sink: 'secret-files', scopes: [scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })] })
       const doc = files.find((f) => f.endsWith(`${path.sep}secrets-inv.json`)) as string
       const parsed = JSON.parse(readFileSync(doc, 'utf8')) as { items: { attributes: Record<string, unknown> }[] }
@@ -402,10 +402,10 @@ const CASES: Case[] = [
   },
 
   // -- namespaces and scopes --
-  { reason: 'targets: namespaces [team-b] without a scope', route: T, body: namespacedTarget(['team-b']), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(no KollectScope: own namespace only\)$/ } }, check: (res) => { assert.deepEqual([statusOf(res)['matchedCount'], statusOf(res)['extractedCount'], conditionOf(res, 'Ready')?.message], [0, 0, '0 of 0 matched objects extracted']) } },
+  { reason: 'targets: namespaces [team-b] without a scope', route: T, body: namespacedTarget(['team-b']), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(no KollectScope: own namespace only\)$/ } }, check: (res) => { assert.deepEqual([statusOf(res).matchedCount, statusOf(res).extractedCount, conditionOf(res, 'Ready')?.message], [0, 0, '0 of 0 matched objects extracted']) } },
   { reason: 'targets: namespaces ["*"] without a scope selects the own namespace only', route: T, body: namespacedTarget(['*']), expect: extracted(1), check: (res) => assert.equal(conditionOf(res, 'Degraded'), undefined) },
-  { reason: 'targets: deniedNamespaces wins over allowedNamespaces "*"', route: T, body: namespacedTarget(['team-a', 'kube-system'], [scope('s', { allowedNamespaces: ['*'], deniedNamespaces: ['kube-system'] })]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: kube-system \(KollectScope s\)$/ } }, check: (res) => assert.equal(statusOf(res)['extractedCount'], 1) },
-  { reason: 'targets: two scopes intersect allowedNamespaces', route: T, body: namespacedTarget(['team-a', 'team-b'], [scope('s1', { allowedNamespaces: ['team-a', 'team-b'] }), scope('s2', { allowedNamespaces: ['team-a', 'team-c'] })]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(KollectScope s1, s2\)$/ } }, check: (res) => assert.equal(statusOf(res)['extractedCount'], 1) },
+  { reason: 'targets: deniedNamespaces wins over allowedNamespaces "*"', route: T, body: namespacedTarget(['team-a', 'kube-system'], [scope('s', { allowedNamespaces: ['*'], deniedNamespaces: ['kube-system'] })]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: kube-system \(KollectScope s\)$/ } }, check: (res) => assert.equal(statusOf(res).extractedCount, 1) },
+  { reason: 'targets: two scopes intersect allowedNamespaces', route: T, body: namespacedTarget(['team-a', 'team-b'], [scope('s1', { allowedNamespaces: ['team-a', 'team-b'] }), scope('s2', { allowedNamespaces: ['team-a', 'team-c'] })]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(KollectScope s1, s2\)$/ } }, check: (res) => assert.equal(statusOf(res).extractedCount, 1) },
   { reason: 'targets: cluster-scoped kind without a scope allowing "*"', route: T, body: json(targetSyncRequest([], { target: targetWith({ resource: { group: '', version: 'v1', kind: 'Namespace' }, labelSelector: undefined }) })), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeNamespaceDenied', message: /^Namespace is cluster-scoped; the scope of namespace team-a must allow all namespaces/ } } },
   { reason: "targets: profile from another namespace is not found", route: T, body: json(targetSyncRequest([deployment(1)], { profile: profileWith([{ name: 'x', cel: '1' }], 'deployments-basic', 'team-b') })), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ProfileNotFound', message: /^KollectProfile team-a\/deployments-basic not found$/ } } },
   { reason: 'targets: namespaces ["../x"] is refused by the schema', route: T, body: namespacedTarget(['../x']), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidSpec', message: /^spec\.namespaces\[0\]: must match pattern/ } } },
@@ -423,9 +423,9 @@ const CASES: Case[] = [
     route: I,
     body: json(inventorySync({ sinks: [fileSink('team-a', 'files', { secretRef: { name: 'creds', namespace: 'kube-system' } })] })),
     expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeSecretDenied', message: /^Secret kube-system\/creds of KollectSink team-a\/files is not allowed by the scope of namespace team-a/ } },
-    check: (res) => assert.deepEqual(statusOf(res)['sinks'], []),
+    check: (res) => assert.deepEqual(statusOf(res).sinks, []),
   },
-  { reason: 'targets: a related scope of another namespace allowing "*" is ignored', route: T, body: namespacedTarget(['team-a', 'team-b'], [scope('open', { allowedNamespaces: ['*'] }, 'team-b')]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(no KollectScope: own namespace only\)$/ } }, check: (res) => assert.equal(statusOf(res)['extractedCount'], 1) },
+  { reason: 'targets: a related scope of another namespace allowing "*" is ignored', route: T, body: namespacedTarget(['team-a', 'team-b'], [scope('open', { allowedNamespaces: ['*'] }, 'team-b')]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(no KollectScope: own namespace only\)$/ } }, check: (res) => assert.equal(statusOf(res).extractedCount, 1) },
   {
     reason: 'inventories: a related scope of the sink\'s namespace listing it in allowedSinks is ignored',
     route: I,
@@ -444,7 +444,7 @@ const CASES: Case[] = [
     },
     expect: refusedBy('team-m', 200),
     check: async (res, server) => {
-      assert.deepEqual([statusOf(res)['extractedCount'], statusOf(res)['checksum']], [200, ''])
+      assert.deepEqual([statusOf(res).extractedCount, statusOf(res).checksum], [200, ''])
       const held = await heldBy(server, 'team-m')
       assert.ok(held > 0 && held + refusedBytes(res) > NAMESPACE_SHARE, `team-m holds ${held}`)
       assert.match(conditionOf(res, 'Ready')?.message ?? '', new RegExp(`holds ${held} bytes`))
@@ -541,7 +541,7 @@ after(async () => {
 async function goodSyncStillWorks(): Promise<void> {
   const res = await send(servers.main.url, T, { body: TARGET_TEXT })
   assert.equal(res.status, 200, res.text)
-  assert.equal(statusOf(res)['extractedCount'], 2)
+  assert.equal(statusOf(res).extractedCount, 2)
 }
 
 function assertOutcome(c: Case, res: RawResponse): void {

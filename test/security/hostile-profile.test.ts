@@ -27,7 +27,7 @@ async function normalSync(): Promise<{ ms: number; status: number; extracted: un
   const started = performance.now()
   const res = await send(server.url, ROUTES.targetSync, { body: NORMAL })
   const ms = performance.now() - started
-  return { ms, status: res.status, extracted: res.status === 200 ? statusOf(res)['extractedCount'] : res.text }
+  return { ms, status: res.status, extracted: res.status === 200 ? statusOf(res).extractedCount : res.text }
 }
 
 before(async () => {
@@ -78,7 +78,7 @@ test('a minutes-long profile times out at the deadline while normal syncs and /h
   const ready = conditionOf(res, 'Ready')
   assert.deepEqual([ready?.status, ready?.reason], ['False', 'EvaluationTimeout'])
   assert.equal(ready?.message, `extraction did not finish within ${DEADLINE_MS} ms; simplify the profile or split the target`)
-  assert.deepEqual([statusOf(res)['matchedCount'], statusOf(res)['extractedCount'], statusOf(res)['checksum']], [0, 0, ''])
+  assert.deepEqual([statusOf(res).matchedCount, statusOf(res).extractedCount, statusOf(res).checksum], [0, 0, ''])
   assert.ok(hostileMs >= 1400 && hostileMs <= 5000, `hostile sync answered after ${hostileMs.toFixed(0)} ms`)
 
   assert.deepEqual([...healthStatuses], [200])

@@ -45,7 +45,7 @@ describe('a V8 fatal error in one tenant\'s extraction ends only that extraction
     assert.equal((await send(kollect.url, '/healthz', { method: 'GET' })).status, 200)
     const res = await timed(kollect.url, ordinarySync('team-b', 3))
     assert.equal(res.status, 200, res.text)
-    assert.deepEqual([statusOf(res)['extractedCount'], readyOf(res).reason], [3, 'Extracted'])
+    assert.deepEqual([statusOf(res).extractedCount, readyOf(res).reason], [3, 'Extracted'])
   }
 
   const bombs: { reason: string; cel: string; message: RegExp }[] = [
@@ -74,7 +74,7 @@ describe('a V8 fatal error in one tenant\'s extraction ends only that extraction
       // The bound stops it as a thrown error; were it to slip through, the deadline would.
       assert.ok(ready.reason === 'ResourceLimit' || ready.reason === 'EvaluationTimeout', JSON.stringify(ready))
       if (ready.reason === 'ResourceLimit') assert.match(ready.message ?? '', bomb.message)
-      assert.deepEqual([statusOf(res)['extractedCount'], statusOf(res)['checksum']], [0, ''])
+      assert.deepEqual([statusOf(res).extractedCount, statusOf(res).checksum], [0, ''])
       await stillServing()
     })
   }
@@ -127,7 +127,7 @@ describe('one namespace cannot starve another', () => {
     t.diagnostic(`team-b ${b.ms.toFixed(0)} ms; team-a ${a.map((r) => `${r.status}${r.status === 200 ? ' ' + readyOf(r).reason : ''} ${r.ms.toFixed(0)} ms`).join(', ')}`)
 
     assert.equal(b.status, 200, b.text)
-    assert.deepEqual([statusOf(b)['extractedCount'], readyOf(b).reason], [1, 'Extracted'])
+    assert.deepEqual([statusOf(b).extractedCount, readyOf(b).reason], [1, 'Extracted'])
     assert.ok(b.ms < 2000, `team-b answered after ${b.ms.toFixed(0)} ms`)
 
     for (const r of a) {
@@ -162,7 +162,7 @@ describe('an ordinary resync', () => {
     t.diagnostic(`statuses ${answers.map((r) => r.status).join(' ')}; slowest ${Math.max(...answers.map((r) => r.ms)).toFixed(0)} ms`)
     for (const r of answers) {
       assert.equal(r.status, 200, r.text)
-      assert.equal(statusOf(r)['extractedCount'], 20)
+      assert.equal(statusOf(r).extractedCount, 20)
     }
   })
 })

@@ -56,7 +56,7 @@ describe('KOLLECT_MAX_INFLIGHT_REQUESTS=2', () => {
     assert.ok(shed.length >= 1, 'some requests are shed')
     assert.ok(ok.length >= 1, 'some requests are served')
     shed.forEach(assertShed)
-    for (const r of ok) assert.equal(statusOf(r)['extractedCount'], 1000)
+    for (const r of ok) assert.equal(statusOf(r).extractedCount, 1000)
     assert.ok(probes.length >= 1)
     assert.deepEqual([...new Set(probes)], [200])
 
@@ -68,7 +68,7 @@ describe('KOLLECT_MAX_INFLIGHT_REQUESTS=2', () => {
     await sleep(1000)
     const res = await send(server.url, ROUTES.targetSync, { body: LARGE })
     assert.equal(res.status, 200)
-    assert.equal(statusOf(res)['extractedCount'], 1000)
+    assert.equal(statusOf(res).extractedCount, 1000)
   })
 
   test('with two hooks held in flight, a third is shed while /healthz, /readyz and /metrics answer', async () => {

@@ -69,7 +69,7 @@ test('targets past their namespace share are refused with ResourceLimit; another
     const r = res as Awaited<ReturnType<typeof send>>
     const ready = conditionOf(r, 'Ready')
     const status = statusOf(r)
-    answers.push({ status: r.status, ready: ready?.status, reason: ready?.reason, message: ready?.message, extracted: status['extractedCount'], lastError: status['lastError'], checksum: status['checksum'] })
+    answers.push({ status: r.status, ready: ready?.status, reason: ready?.reason, message: ready?.message, extracted: status.extractedCount, lastError: status.lastError, checksum: status.checksum })
   }
   const accepted = answers.filter((a) => a.ready === 'True')
   const refused = answers.filter((a) => a.ready === 'False')
@@ -99,7 +99,7 @@ test('targets past their namespace share are refused with ResourceLimit; another
   for (;;) {
     const res = await send(kp.url, ROUTES.inventorySync, { body: inventory })
     assert.equal(res.status, 200, res.text)
-    const sinks = statusOf(res)['sinks'] as { state: string }[] | undefined
+    const sinks = statusOf(res).sinks
     if (sinks?.[0]?.state === 'Synced') break
     assert.ok(Date.now() < deadline, `inventory not exported: ${JSON.stringify(statusOf(res))}`)
     await sleep(100)

@@ -73,7 +73,7 @@ describe('the last-applied annotation', () => {
     })))
     const res = await send(server.url, ROUTES.targetSync, { body })
     assert.equal(res.status, 200, res.text)
-    assert.deepEqual([statusOf(res)['extractedCount'], statusOf(res)['failedCount']], [1, 0], res.text)
+    assert.deepEqual([statusOf(res).extractedCount, statusOf(res).failedCount], [1, 0], res.text)
     const [attrs] = await exportedAttributes('secrets-applied', 'secrets', [SECRETS_SCOPE])
     // The annotation stays, canonical and without data/stringData; other annotations are untouched.
     const lastApplied = JSON.parse(String(attrs?.['lastApplied'])) as Record<string, unknown>
@@ -97,7 +97,7 @@ describe('the last-applied annotation', () => {
       })))
       const res = await send(server.url, ROUTES.targetSync, { body })
       assert.equal(res.status, 200, res.text)
-      assert.deepEqual([statusOf(res)['matchedCount'], statusOf(res)['failedCount']], [0, 0], `${matchPolicy}: ${res.text}`)
+      assert.deepEqual([statusOf(res).matchedCount, statusOf(res).failedCount], [0, 0], `${matchPolicy}: ${res.text}`)
     }
   })
 

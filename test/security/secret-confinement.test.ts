@@ -57,7 +57,7 @@ function sinkSync(sink: KubeObject, scopes: KubeObject[] = []): string {
 
 function conditions(res: RawResponse): string[][] {
   assert.equal(res.status, 200, res.text)
-  return (statusOf(res)['conditions'] as { type: string; status: string; reason: string }[]).map((c) => [c.type, c.status, c.reason])
+  return (statusOf(res).conditions ?? []).map((c) => [c.type, c.status, c.reason])
 }
 
 function assertNothingLeaked(listener: RecordingListener, texts: string[]): void {
@@ -160,7 +160,7 @@ describe('(c) an inventory export to sinks with another namespace\'s Secret', ()
     const message = 'Secret team-b/git-creds of KollectSink team-a/exfil-git is not allowed by the scope of namespace team-a (no KollectScope: own namespace only); ' +
       'Secret team-b/pg-creds of KollectSink team-a/exfil-pg is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)'
     for (const type of ['Ready', 'Degraded']) assert.deepEqual([conditionOf(res, type)?.status, conditionOf(res, type)?.reason, conditionOf(res, type)?.message], [type === 'Ready' ? 'False' : 'True', 'ScopeSecretDenied', message])
-    assert.deepEqual(statusOf(res)['sinks'], [])
+    assert.deepEqual(statusOf(res).sinks, [])
     await sleep(50)
     server.exporter.flush()
     await server.exporter.idle()
@@ -229,7 +229,7 @@ describe('(e) only a namespace\'s own KollectScopes count', () => {
     const res = await send(server.url, ROUTES.targetSync, { body })
     assert.equal(res.status, 200, res.text)
     assert.deepEqual([conditionOf(res, 'Degraded')?.reason, conditionOf(res, 'Degraded')?.message], ['ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b (no KollectScope: own namespace only)'])
-    assert.deepEqual([statusOf(res)['matchedCount'], statusOf(res)['extractedCount']], [1, 1])
+    assert.deepEqual([statusOf(res).matchedCount, statusOf(res).extractedCount], [1, 1])
   })
 
   test('inventory sync: a scope of platform listing its sink does not let team-a export to it', async () => {

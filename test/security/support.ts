@@ -5,7 +5,7 @@ import { createServer, request as httpRequest } from 'node:http'
 import { once } from 'node:events'
 import path from 'node:path'
 import type { Condition, KubeObject } from '../../api/types.js'
-import { readResponse, type HooksServer, type RawResponse } from '../support/hooks-server.js'
+import { readResponse, statusOf, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 
 export const ROUTES = {
@@ -118,12 +118,10 @@ export const PERMANENT = ' (permanent: tried again in 1m, or at once when the si
 
 export const OMIT = '\u0000omit'
 
-export function statusOf(res: RawResponse): Record<string, unknown> {
-  return (res.json() as { status: Record<string, unknown> }).status
-}
+export { statusOf }
 
 export function conditionOf(res: RawResponse, type: string): Condition | undefined {
-  return (statusOf(res)['conditions'] as Condition[] | undefined)?.find((c) => c.type === type)
+  return statusOf(res).conditions?.find((c) => c.type === type)
 }
 
 export function meta(kind: string, namespace: string, name: string): KubeObject {

@@ -10,6 +10,7 @@ import { buildHooksApp } from '../../server/hooks-app.js'
 import { createLogger } from '../../server/logger.js'
 import { createMetrics, type Metrics } from '../../server/metrics.js'
 import type { Exporter } from '../../exporter/index.js'
+import type { InventoryStatus, ProfileStatus, SinkStatus, TargetStatus } from '../../api/types.js'
 
 export interface HooksServer {
   url: string
@@ -56,6 +57,16 @@ export interface RawResponse {
   headers: Record<string, string | string[] | undefined>
   text: string
   json(): unknown
+}
+
+/**
+ * A hook answer's status. Every status field is optional and the kinds agree on the fields they
+ * share, so one type reads them all; which fields a route writes is the test's to assert.
+ */
+export type AnyStatus = TargetStatus & InventoryStatus & ProfileStatus & SinkStatus
+
+export function statusOf(res: RawResponse): AnyStatus {
+  return (res.json() as { status: AnyStatus }).status
 }
 
 /**

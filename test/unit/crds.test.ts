@@ -375,6 +375,11 @@ test('a status the API server would prune or reject fails, so it cannot loop Met
   assertInvalidAt(validateStatus('KollectSink', { conditions: [{ ...ready, lastTransitionTime: '2025-06-01T12:00:00Z' }] }), 'status.conditions[0].lastTransitionTime')
   assertInvalidAt(validateStatus('KollectSink', { conditions: [{ ...ready, status: true }] }), 'status.conditions[0].status')
   assertInvalidAt(validateStatus('KollectSink', { conditions: [ready, { ...ready, status: 'False' }] }), 'status.conditions[1]')
+  // Every condition a hook writes has a reason and a message (the Kubernetes convention); the CRD holds the hooks to it.
+  const { reason: _reason, ...noReason } = ready
+  assertInvalidAt(validateStatus('KollectTarget', { conditions: [noReason] }), 'status.conditions[0].reason')
+  const { message: _message, ...noMessage } = ready
+  assertInvalidAt(validateStatus('KollectInventory', { conditions: [noMessage] }), 'status.conditions[0].message')
 })
 
 // ---- CompositeControllers ----

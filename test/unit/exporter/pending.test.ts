@@ -3,7 +3,7 @@
 // back when the state is due to change; on a fake clock, so every figure is exact.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { Condition, InventoryComposition, InventoryExportState } from '../../../api/types.js'
+import type { InventoryComposition, InventoryExportState, InventoryStatus } from '../../../api/types.js'
 import { syncInventoryResponse } from '../../../hooks/inventory.js'
 import type { SyncResponse } from '../../../hooks/request.js'
 import { asSyncRequest } from '../hooks/fixtures.js'
@@ -12,13 +12,13 @@ import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report
 
 const REQ = asSyncRequest(syncRequest(controllerFor('kollect-inventories'), loadExampleCr('inventory.yaml'), {}))
 
-function answer(comp: InventoryComposition, state: InventoryExportState | null): SyncResponse {
+function answer(comp: InventoryComposition, state: InventoryExportState | null): SyncResponse<InventoryStatus> {
   assert.ok(state, 'the exporter knows the inventory')
   return syncInventoryResponse(REQ, { ok: true, problems: [], composition: comp }, state)
 }
 
-function synced(res: SyncResponse): string {
-  const c = (res.status['conditions'] as Condition[]).find((x) => x.type === 'Synced')
+function synced(res: SyncResponse<InventoryStatus>): string {
+  const c = res.status.conditions?.find((x) => x.type === 'Synced')
   return `${c?.status} ${c?.reason}`
 }
 
@@ -29,7 +29,7 @@ test('pending: the first export is Pending with a resync after the debounce, the
   await exporter.reportTarget(report(T1, items)) // the target syncs first, as after an install
   const first = answer(comp, await exporter.applyInventory(comp))
   assert.equal(synced(first), 'False Pending')
-  assert.equal(first.status['itemCount'], 0)
+  assert.equal(first.status.itemCount, 0)
   assert.equal(first.resyncAfterSeconds, 11, 'the debounce plus 1 s, not Metacontroller\'s 60 s resync')
 
   clock.advance(4_000)
@@ -40,8 +40,8 @@ test('pending: the first export is Pending with a resync after the debounce, the
   assert.equal(factory.sink('team-a/primary').writes.length, 1)
   const after = answer(comp, exporter.inventoryState(INV))
   assert.equal(synced(after), 'True Exported')
-  assert.equal(after.status['checksum'], expected(items).checksum)
-  assert.equal(after.status['itemCount'], 3)
+  assert.equal(after.status.checksum, expected(items).checksum)
+  assert.equal(after.status.itemCount, 3)
   assert.equal('resyncAfterSeconds' in after, false, 'nothing left to wait for')
 })
 
@@ -60,8 +60,8 @@ test('pending: a target change before the debounce ends is Pending with the old 
   await exporter.reportTarget(report(T1, itemsB))
   const during = answer(comp, await exporter.applyInventory(comp))
   assert.equal(synced(during), 'False Pending', 'kubectl wait --for=condition=Synced must not return before the change is written')
-  assert.equal(during.status['checksum'], A, 'the checksum is still the one the sinks hold')
-  assert.equal(during.status['itemCount'], 3)
+  assert.equal(during.status.checksum, A, 'the checksum is still the one the sinks hold')
+  assert.equal(during.status.itemCount, 3)
   assert.equal(during.resyncAfterSeconds, 3)
 
   clock.advance(2_000)
@@ -69,7 +69,7 @@ test('pending: a target change before the debounce ends is Pending with the old 
   assert.deepEqual(factory.sink('team-a/primary').checksums, [A, expected(itemsB).checksum])
   const after = answer(comp, exporter.inventoryState(INV))
   assert.equal(synced(after), 'True Exported')
-  assert.equal(after.status['checksum'], expected(itemsB).checksum)
+  assert.equal(after.status.checksum, expected(itemsB).checksum)
   assert.equal('resyncAfterSeconds' in after, false)
 })
 

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { validateStatus } from '../../../api/crd-schemas.js'
-import type { Condition, KollectSinkSpec, KubeObject } from '../../../api/types.js'
+import type { Condition, KollectSinkSpec, KubeObject, ProfileStatus, SinkStatus } from '../../../api/types.js'
 import { syncProfile } from '../../../hooks/profile-sync.js'
 import type { CustomizeRequest, SyncRequest, SyncResponse } from '../../../hooks/request.js'
 import { customizeSink, mayCheck, reviewSink, syncSink, type SinkPolicy } from '../../../hooks/sink-sync.js'
@@ -14,12 +14,12 @@ function profileRequest(attributes?: object[]): SyncRequest {
   return asSyncRequest(syncRequest(controllerFor('kollect-profiles'), parent, {}))
 }
 
-function profileStatus(attributeCount: number, ready: Condition): SyncResponse {
+function profileStatus(attributeCount: number, ready: Condition): SyncResponse<ProfileStatus> {
   return { status: { observedGeneration: 1, attributeCount, conditions: [ready] }, children: [] }
 }
 
 describe('syncProfile', () => {
-  const cases: { reason: string; attributes?: object[]; want: SyncResponse }[] = [
+  const cases: { reason: string; attributes?: object[]; want: SyncResponse<ProfileStatus> }[] = [
     {
       reason: 'the example profile compiles all six attributes',
       want: profileStatus(6, cond('Ready', 'True', 'Compiled', '6 attributes compiled')),
@@ -76,7 +76,7 @@ function sinkCr(spec: Partial<KollectSinkSpec> & Record<string, unknown>): KubeO
   return { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectSink', metadata: { name: 's', namespace: 'team-a', generation: 2 }, spec }
 }
 
-function sinkStatus(ready: Condition): SyncResponse {
+function sinkStatus(ready: Condition): SyncResponse<SinkStatus> {
   return { status: { observedGeneration: ready.observedGeneration, conditions: [ready] }, children: [] }
 }
 
@@ -84,7 +84,7 @@ const VALID = (generation: number) => sinkStatus(cond('Ready', 'True', 'Valid', 
 const INVALID = (message: string) => sinkStatus(cond('Ready', 'False', 'InvalidConfig', message, 2))
 
 describe('syncSink', () => {
-  const cases: { reason: string; parent: KubeObject; want: SyncResponse }[] = [
+  const cases: { reason: string; parent: KubeObject; want: SyncResponse<SinkStatus> }[] = [
     { reason: 'the example git sink (local repository, templated path) is valid', parent: loadExampleCr('sink-git.yaml'), want: VALID(1) },
     { reason: 'the example nats sink is valid when the policy allows its url', parent: loadExampleCr('sink-nats.yaml'), want: VALID(1) },
     { reason: 'the example postgres sink with its secretRef is valid', parent: loadExampleCr('sink-postgres.yaml'), want: VALID(1) },
@@ -155,7 +155,7 @@ describe('syncSink', () => {
   test('a nats sink without its nats block is not valid configuration', () => {
     // The CRD rule "a nats sink needs the nats block with a url" is not enforced by ajv; the hook must re-check it.
     const got = syncSink(asSyncRequest(syncRequest(controllerFor('kollect-sinks'), sinkCr({ type: 'nats' }), {})), POLICY)
-    const ready = (got.status['conditions'] as Condition[])[0]
+    const ready = got.status.conditions?.[0]
     assert.deepStrictEqual({ status: ready?.status, reason: ready?.reason }, { status: 'False', reason: 'InvalidConfig' })
   })
 
@@ -184,7 +184,7 @@ describe('syncSink with a reachability check', () => {
   for (const c of cases) {
     test(c.reason, () => {
       const got = syncSink(sink(), POLICY, c.check)
-      assert.deepStrictEqual(got.status['conditions'], c.want)
+      assert.deepStrictEqual(got.status.conditions, c.want)
       assert.deepStrictEqual(validateStatus('KollectSink', wire(got.status)), { valid: true })
     })
   }
@@ -204,7 +204,7 @@ describe('syncSink: the Secret a sink may use', () => {
   const withScopes = (spec: Partial<KollectSinkSpec> & Record<string, unknown>, scopes: KubeObject[]) =>
     asSyncRequest(syncRequest(controllerFor('kollect-sinks'), sinkCr(spec), relatedMap([TYPES.scope], { [TYPES.scope]: scopes })))
   const DENIED = 'Secret team-b/git-creds of KollectSink team-a/s is not allowed by the scope of namespace team-a'
-  const cases: { reason: string; spec: Partial<KollectSinkSpec> & Record<string, unknown>; scopes: KubeObject[]; want: SyncResponse; checked: boolean }[] = [
+  const cases: { reason: string; spec: Partial<KollectSinkSpec> & Record<string, unknown>; scopes: KubeObject[]; want: SyncResponse<SinkStatus>; checked: boolean }[] = [
     {
       reason: 'another namespace\'s Secret without a scope is ScopeSecretDenied, naming the ref',
       spec: FOREIGN, scopes: [], checked: false,

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { validateStatus } from '../../../api/crd-schemas.js'
-import type { Condition } from '../../../api/types.js'
+import type { Condition, TargetStatus } from '../../../api/types.js'
 import type { SyncRequest, SyncResponse } from '../../../hooks/request.js'
 import { staleItemsTargetSync, staleTargetSync, syncTarget } from '../../../hooks/target.js'
 import { deployment, loadExampleCr, targetSyncRequest } from '../../support/metacontroller.js'
@@ -12,7 +12,7 @@ import { asSyncRequest, cond } from './fixtures.js'
 
 const CTX = { plural: { plural: 'deployments', source: 'spec' as const } }
 
-function answer(generation: number, conditions: Condition[]): SyncResponse {
+function answer(generation: number, conditions: Condition[]): SyncResponse<TargetStatus> {
   return { status: { observedGeneration: generation, matchedCount: 1, extractedCount: 1, failedCount: 0, lastError: '', checksum: 'c-new', conditions }, children: [] }
 }
 
@@ -58,12 +58,12 @@ test('a dropped report answers the held generation and checksum, with Stale, and
 
 test('stale items add Degraded StaleItemsKept, or join the message of a Degraded already there', () => {
   const ready = cond('Ready', 'True', 'Extracted', '3 of 3 matched objects extracted', 2)
-  assert.deepEqual(staleItemsTargetSync(answer(2, [ready]), 2).status['conditions'], [
+  assert.deepEqual(staleItemsTargetSync(answer(2, [ready]), 2).status.conditions, [
     cond('Degraded', 'True', 'StaleItemsKept', '2 objects were older (metadata.generation) than the exporter\'s items for them; the newer items were kept', 2),
     ready,
   ])
   const denied = cond('Degraded', 'True', 'ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b', 2)
-  assert.deepEqual(staleItemsTargetSync(answer(2, [ready, denied]), 1).status['conditions'], [
+  assert.deepEqual(staleItemsTargetSync(answer(2, [ready, denied]), 1).status.conditions, [
     cond('Degraded', 'True', 'ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b; 1 object was older (metadata.generation) than the exporter\'s items for them; the newer items were kept', 2),
     ready,
   ])

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { itemHash, itemKey, itemsChecksum } from '../../../api/canonical.js'
 import { validateStatus } from '../../../api/crd-schemas.js'
-import type { Condition, Item, KollectTargetSpec, KubeObject } from '../../../api/types.js'
+import type { Condition, Item, KollectTargetSpec, KubeObject, TargetStatus, TargetStatusResource } from '../../../api/types.js'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
 import type { PluralResolution } from '../../../hooks/plural.js'
 import type { CustomizeResponse, RelatedRule, SyncRequest } from '../../../hooks/request.js'
@@ -194,8 +194,8 @@ function synced(counts: Counts, items: Item[], conditions: Condition[], failedKe
   }
 }
 
-function refused(reason: string, message: string, opts: { emptyReport?: boolean; resource?: Record<string, string> | null } = {}): TargetSyncResult {
-  const status: Record<string, unknown> = {
+function refused(reason: string, message: string, opts: { emptyReport?: boolean; resource?: TargetStatusResource | null } = {}): TargetSyncResult {
+  const status: TargetStatus = {
     observedGeneration: 1,
     matchedCount: 0,
     extractedCount: 0,
@@ -204,7 +204,7 @@ function refused(reason: string, message: string, opts: { emptyReport?: boolean;
     checksum: '',
     conditions: [cond('Ready', 'False', reason, message)],
   }
-  if (opts.resource !== null) status['resource'] = opts.resource ?? RESOURCE
+  if (opts.resource !== null) status.resource = opts.resource ?? RESOURCE
   return {
     response: { status, children: [] },
     report: opts.emptyReport ? { target: TARGET_REF, generation: 1, uid: 'uid-prod-deploys', checksum: itemsChecksum([]), items: [], failedKeys: [], itemGenerations: [] } : null,
@@ -388,7 +388,7 @@ describe('syncTarget', () => {
       CTX,
     )
     assert.deepStrictEqual(
-      { matched: got.response.status['matchedCount'], items: got.report?.items.map((i) => `${i.namespace}/${i.name}`) },
+      { matched: got.response.status.matchedCount, items: got.report?.items.map((i) => `${i.namespace}/${i.name}`) },
       { matched: 2, items: ['team-a/web-00001', 'team-b/web-00003'] },
     )
   })
@@ -396,7 +396,7 @@ describe('syncTarget', () => {
   test('namespaces together with namespaceSelector is an invalid spec, as the CRD rule says', () => {
     // customize follows namespaceSelector and sync follows namespaces, so the pair cannot be honoured.
     const got = syncTarget(request(MIXED, { target: target({ namespaces: ['team-a'], namespaceSelector: {} }) }), CTX)
-    const ready = (got.response.status['conditions'] as Condition[]).find((c) => c.type === 'Ready')
+    const ready = got.response.status.conditions?.find((c) => c.type === 'Ready')
     assert.deepStrictEqual({ status: ready?.status, reason: ready?.reason, report: got.report }, { status: 'False', reason: 'InvalidSpec', report: null })
   })
 
@@ -454,10 +454,10 @@ describe('syncTarget: scope of the kind', () => {
   }
   /** What matters here: Ready, the counts, the items' identities and values, and the resync. */
   const outcome = (got: TargetSyncResult) => {
-    const ready = (got.response.status['conditions'] as Condition[]).find((c) => c.type === 'Ready')
+    const ready = got.response.status.conditions?.find((c) => c.type === 'Ready')
     return {
       ready: `${ready?.status} ${ready?.reason}`,
-      matched: got.response.status['matchedCount'],
+      matched: got.response.status.matchedCount,
       items: got.report?.items.map((i) => `${i.namespace}/${i.name}=${String(i.attributes['value'])}`) ?? null,
       resyncAfterSeconds: got.response.resyncAfterSeconds,
     }
@@ -538,7 +538,7 @@ describe('refusedTargetSync', () => {
   test('Ready False ResourceLimit with the exporter\'s message in the condition and lastError; counts as extracted; no checksum; other conditions kept', () => {
     const synced = syncTarget(request([deployment(1), deployment(6, { namespace: 'kube-system' }), deployment(3)], { target: target({ namespaces: ['team-a', 'kube-system'] }), scopes: [EXAMPLE_SCOPE] }), CTX)
     const got = refusedTargetSync(synced.response, REFUSAL)
-    assert.deepStrictEqual([got.status['matchedCount'], got.status['extractedCount'], got.status['failedCount']], [2, 2, 0])
+    assert.deepStrictEqual([got.status.matchedCount, got.status.extractedCount, got.status.failedCount], [2, 2, 0])
     assert.deepStrictEqual(got, {
       status: {
         ...synced.response.status,
