@@ -47,6 +47,10 @@ function summarise(outcomes: ReadonlyMap<string, ObjectOutcome>): Want {
   return Object.fromEntries([...outcomes].map(([key, o]) => [key, 'rejection' in o ? o.rejection.type : 'selected']))
 }
 
+/** Without a scope, everything outside team-a is left out for its namespace. */
+const OTHER_NAMESPACES_UNSELECTED: Want = {
+  'team-b/web-00003': 'namespaceNotSelected', 'kube-system/web-00004': 'namespaceNotSelected', 'team-c/web-00005': 'namespaceNotSelected', orphan: 'clusterScopedNotAllowed',
+}
 const ALL_ALLOWED_BUT_KUBE_SYSTEM = scopeCr('wide', { allowedNamespaces: ['*'], deniedNamespaces: ['kube-system'] })
 
 const cases: { reason: string; spec: Partial<Record<keyof KollectTargetSpec, unknown>>; scopes?: KubeObject[]; plural?: PluralResolution; want: Want | { problem: string } }[] = [
@@ -55,7 +59,7 @@ const cases: { reason: string; spec: Partial<Record<keyof KollectTargetSpec, unk
     spec: {},
     want: {
       'team-a/web-00000': 'selected', 'team-a/web-00001': 'labelsDoNotMatch', 'team-a/tmp-web': 'matchPolicyFalse', 'team-a/web-extra': 'selected',
-      'team-b/web-00003': 'namespaceNotSelected', 'kube-system/web-00004': 'namespaceNotSelected', 'team-c/web-00005': 'namespaceNotSelected', orphan: 'clusterScopedNotAllowed',
+      ...OTHER_NAMESPACES_UNSELECTED,
     },
   },
   {
@@ -63,7 +67,7 @@ const cases: { reason: string; spec: Partial<Record<keyof KollectTargetSpec, unk
     spec: { namespaces: [] },
     want: {
       'team-a/web-00000': 'selected', 'team-a/web-00001': 'labelsDoNotMatch', 'team-a/tmp-web': 'matchPolicyFalse', 'team-a/web-extra': 'selected',
-      'team-b/web-00003': 'namespaceNotSelected', 'kube-system/web-00004': 'namespaceNotSelected', 'team-c/web-00005': 'namespaceNotSelected', orphan: 'clusterScopedNotAllowed',
+      ...OTHER_NAMESPACES_UNSELECTED,
     },
   },
   {
@@ -89,7 +93,7 @@ const cases: { reason: string; spec: Partial<Record<keyof KollectTargetSpec, unk
     spec: { labelSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['backend'] }] } },
     want: {
       'team-a/web-00000': 'labelsDoNotMatch', 'team-a/web-00001': 'selected', 'team-a/tmp-web': 'labelsDoNotMatch', 'team-a/web-extra': 'labelsDoNotMatch',
-      'team-b/web-00003': 'namespaceNotSelected', 'kube-system/web-00004': 'namespaceNotSelected', 'team-c/web-00005': 'namespaceNotSelected', orphan: 'clusterScopedNotAllowed',
+      ...OTHER_NAMESPACES_UNSELECTED,
     },
   },
   {
@@ -97,7 +101,7 @@ const cases: { reason: string; spec: Partial<Record<keyof KollectTargetSpec, unk
     spec: { matchPolicy: 'object.spec.replicas >= 3.0' },
     want: {
       'team-a/web-00000': 'matchPolicyFalse', 'team-a/web-00001': 'labelsDoNotMatch', 'team-a/tmp-web': 'selected', 'team-a/web-extra': 'selected',
-      'team-b/web-00003': 'namespaceNotSelected', 'kube-system/web-00004': 'namespaceNotSelected', 'team-c/web-00005': 'namespaceNotSelected', orphan: 'clusterScopedNotAllowed',
+      ...OTHER_NAMESPACES_UNSELECTED,
     },
   },
   {
@@ -105,7 +109,7 @@ const cases: { reason: string; spec: Partial<Record<keyof KollectTargetSpec, unk
     spec: { matchPolicy: "object.metadata.labels.extra == 'yes'" },
     want: {
       'team-a/web-00000': 'matchPolicyFailed', 'team-a/web-00001': 'labelsDoNotMatch', 'team-a/tmp-web': 'matchPolicyFailed', 'team-a/web-extra': 'selected',
-      'team-b/web-00003': 'namespaceNotSelected', 'kube-system/web-00004': 'namespaceNotSelected', 'team-c/web-00005': 'namespaceNotSelected', orphan: 'clusterScopedNotAllowed',
+      ...OTHER_NAMESPACES_UNSELECTED,
     },
   },
   {
@@ -113,7 +117,7 @@ const cases: { reason: string; spec: Partial<Record<keyof KollectTargetSpec, unk
     spec: { matchPolicy: 'object.metadata.name' },
     want: {
       'team-a/web-00000': 'matchPolicyNotBool', 'team-a/web-00001': 'labelsDoNotMatch', 'team-a/tmp-web': 'matchPolicyNotBool', 'team-a/web-extra': 'matchPolicyNotBool',
-      'team-b/web-00003': 'namespaceNotSelected', 'kube-system/web-00004': 'namespaceNotSelected', 'team-c/web-00005': 'namespaceNotSelected', orphan: 'clusterScopedNotAllowed',
+      ...OTHER_NAMESPACES_UNSELECTED,
     },
   },
   { reason: 'a matchPolicy that does not compile selects nothing', spec: { matchPolicy: 'object.metadata.name.size() >' }, want: { problem: 'InvalidMatchPolicy' } },
