@@ -1,5 +1,5 @@
 import type { KollectTargetSpec, KubeObject, LabelSelector } from '../api/types.js'
-import { compileCel, type CelProgram } from './cel.js'
+import { compileCel, type CelProgram, type CompileError } from './cel.js'
 import { expressionInput } from './extract.js'
 import type { ExpressionLimits } from './limits.js'
 import { isClusterScoped, type PluralResolution } from './plural.js'
@@ -47,8 +47,11 @@ function requestedNamespaces(spec: KollectTargetSpec, own: string): string[] {
 /** The compile error of a matchPolicy as status and `kollect validate` show it, or null when it compiles. */
 export function matchPolicyProblem(matchPolicy: string, limits: ExpressionLimits): string | null {
   const compiled = compileCel(matchPolicy, limits)
-  if (compiled.ok) return null
-  return `${compiled.error.message}${compiled.error.position === undefined ? '' : ` at position ${compiled.error.position}`}`
+  return compiled.ok ? null : describeCompileError(compiled.error)
+}
+
+function describeCompileError(error: CompileError): string {
+  return `${error.message}${error.position === undefined ? '' : ` at position ${error.position}`}`
 }
 
 /**
@@ -59,7 +62,7 @@ export function selectionFor(spec: KollectTargetSpec, own: string, scope: Effect
   let policy: CelProgram | undefined
   if (spec.matchPolicy !== undefined) {
     const compiled = compileCel(spec.matchPolicy, ctx.limits)
-    if (!compiled.ok) return { ok: false, problem: { reason: 'InvalidMatchPolicy', message: `spec.matchPolicy: ${matchPolicyProblem(spec.matchPolicy, ctx.limits)}`, scopeForbids: false } }
+    if (!compiled.ok) return { ok: false, problem: { reason: 'InvalidMatchPolicy', message: `spec.matchPolicy: ${describeCompileError(compiled.error)}`, scopeForbids: false } }
     policy = compiled.program
   }
   const clusterScoped = isClusterScoped(spec.resource, ctx.plural)
