@@ -6,7 +6,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EXIT_OK, EXIT_USAGE, RunError, UsageError, type Io } from './io.js'
-import { PREVIEW_USAGE, runPreview } from './preview.js'
+import { runPreview } from './preview.js'
+import { PREVIEW_USAGE } from './preview-options.js'
 import { runValidate, VALIDATE_USAGE } from './validate.js'
 
 export const USAGE = `Usage: kollect <command> [options]

@@ -1,13 +1,13 @@
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { Environment } from '@marcbachmann/cel-js'
-import { crdForKind, kinds, validateSpec, type CrdSchema, type KollectKind } from '../api/crd-schemas.js'
-import { API_VERSION, GROUP, VERSION, type KollectProfileSpec, type KollectSinkSpec } from '../api/types.js'
-import { compileCel } from '../hooks/cel.js'
+import { kinds, validateSpec, type KollectKind } from '../api/crd-schemas.js'
+import { API_VERSION, GROUP, type KollectProfileSpec, type KollectSinkSpec } from '../api/types.js'
 import { DEFAULT_LIMITS } from '../hooks/limits.js'
 import { compileProfile, describeProblem } from '../hooks/profile.js'
+import { matchPolicyProblem } from '../hooks/selection.js'
 import { sinkProblems } from '../hooks/sink-sync.js'
+import { ruleFindings, type Finding } from './crd-rules.js'
 import { describeFsError, EXIT_INVALID, EXIT_OK, EXIT_USAGE, readInput, UsageError, type Io } from './io.js'
 import { describeObject, describeSyntaxProblem, isList, isObject, parseDocuments } from './objects.js'
 
@@ -27,12 +27,6 @@ Options:
 Exit status: 0 every resource valid; 1 a resource is invalid or a file is not valid YAML;
 2 usage error (no files, a file that cannot be read).
 `
-
-/** One problem of a resource: the field path it is at, and the line to print. */
-interface Finding {
-  path: string
-  text: string
-}
 
 interface Counts {
   valid: number
@@ -177,8 +171,8 @@ export function checkResource(doc: Record<string, unknown>): Finding[] {
     }
   }
   if (k === 'KollectTarget' && isObject(spec) && typeof spec.matchPolicy === 'string') {
-    const c = compileCel(spec.matchPolicy, DEFAULT_LIMITS)
-    if (!c.ok) compiled.push(at('spec.matchPolicy', `${c.error.message}${c.error.position === undefined ? '' : ` at position ${c.error.position}`}`))
+    const problem = matchPolicyProblem(spec.matchPolicy, DEFAULT_LIMITS)
+    if (problem !== null) compiled.push(at('spec.matchPolicy', problem))
   }
   if (k === 'KollectSink' && isObject(spec)) {
     // Every endpoint is allowed here: the SSRF guard depends on where the exporter runs.
@@ -230,94 +224,4 @@ export function valueAt(root: unknown, path: string): unknown {
     else node = Array.isArray(node) ? node[Number(m[2])] : undefined
   }
   return node
-}
-
-// ---- the CRD's x-kubernetes-validations rules ----
-
-interface CrdRule {
-  rule: string
-  message?: string
-  fieldPath?: string
-}
-
-const ruleEnv = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false }).registerVariable('self', 'dyn')
-const ruleCache = new Map<string, ((ctx: { self: unknown }) => unknown) | null>()
-
-function compiledRule(rule: string): ((ctx: { self: unknown }) => unknown) | null {
-  if (!ruleCache.has(rule)) {
-    let program: ((ctx: { self: unknown }) => unknown) | null = null
-    try {
-      const parsed = ruleEnv.parse(rule)
-      program = (ctx) => parsed(ctx)
-    } catch {
-      program = null
-    }
-    ruleCache.set(rule, program)
-  }
-  return ruleCache.get(rule) ?? null
-}
-
-/**
- * The API server evaluates these CEL rules on create and update; api/crd-schemas.ts does not.
- * Transition rules (oldSelf) cannot apply to a file, and a rule that errors on a value of the
- * wrong type is left to the schema error that value already has.
- */
-function ruleFindings(kind: KollectKind, spec: unknown): Finding[] {
-  const version = crdForKind(kind).spec.versions.find((v) => v.name === VERSION)
-  const schema = version?.schema.openAPIV3Schema.properties?.['spec']
-  const out: Finding[] = []
-  if (schema) walkRules(schema, spec, 'spec', out)
-  return out
-}
-
-function walkRules(schema: CrdSchema, value: unknown, path: string, out: Finding[]): void {
-  if (value === undefined || value === null) return
-  const rules = (schema['x-kubernetes-validations'] as CrdRule[] | undefined) ?? []
-  if (rules.length > 0 && typeMatches(schema, value)) {
-    for (const r of rules) {
-      if (/\boldSelf\b/.test(r.rule)) continue
-      const program = compiledRule(r.rule)
-      if (!program) continue
-      let ok: unknown
-      try {
-        ok = program({ self: value })
-      } catch {
-        continue
-      }
-      if (ok === false) {
-        const at = path + (r.fieldPath ?? '')
-        out.push({ path: at, text: `${at}: ${r.message ?? `fails rule ${r.rule}`}` })
-      }
-    }
-  }
-  if (schema.properties && isObject(value)) {
-    for (const [key, sub] of Object.entries(schema.properties)) if (Object.hasOwn(value, key)) walkRules(sub, value[key], child(path, key), out)
-  }
-  if (isObject(schema.additionalProperties) && isObject(value)) {
-    for (const [key, v] of Object.entries(value)) if (!schema.properties?.[key]) walkRules(schema.additionalProperties as CrdSchema, v, child(path, key), out)
-  }
-  if (schema.items && Array.isArray(value)) value.forEach((v, i) => walkRules(schema.items as CrdSchema, v, `${path}[${i}]`, out))
-}
-
-function child(path: string, key: string): string {
-  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`
-}
-
-function typeMatches(schema: CrdSchema, value: unknown): boolean {
-  switch (schema.type) {
-    case 'object':
-      return isObject(value)
-    case 'array':
-      return Array.isArray(value)
-    case 'string':
-      return typeof value === 'string'
-    case 'integer':
-      return Number.isInteger(value)
-    case 'number':
-      return typeof value === 'number'
-    case 'boolean':
-      return typeof value === 'boolean'
-    default:
-      return true
-  }
 }

@@ -9,8 +9,7 @@ import {
   parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
-import { effectiveScope, secretDenial, type EffectiveScope } from './scope.js'
-import { scopesOf } from './target.js'
+import { effectiveScope, scopesOf, secretDenial, type EffectiveScope } from './scope.js'
 
 export const TARGET_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectTarget')
 export const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')

@@ -1,5 +1,19 @@
 import type { KollectScopeSpec, ObjectRef } from '../api/types.js'
 import { parseDuration } from '../api/duration.js'
+import { parentSpec, related, typeKey, type SyncRequest } from './request.js'
+
+export const SCOPE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectScope')
+
+/**
+ * The KollectScopes of one namespace among the related ones. Only a namespace's own scopes
+ * govern it: an inventory also relates the scopes of its sinks' namespaces, and a scope from
+ * elsewhere must never widen (or narrow) what this namespace may do.
+ */
+export function scopesOf(req: SyncRequest, namespace: string): { name: string; spec: KollectScopeSpec }[] {
+  return related(req, SCOPE_KEY)
+    .filter(({ object }) => object.metadata?.namespace === namespace)
+    .map(({ object }) => ({ name: object.metadata?.name ?? '', spec: parentSpec<KollectScopeSpec>(object) }))
+}
 
 /** A sink's secretRef: the namespace is the sink's when absent or empty. */
 export interface SecretRef {

@@ -2,8 +2,7 @@ import { specProblems } from '../api/crd-schemas.js'
 import { API_VERSION, type KollectSinkSpec, type SinkCheck, type SinkStatus } from '../api/types.js'
 import { condition } from './conditions.js'
 import { parentGeneration, parentRef, parentSpec, type CustomizeRequest, type CustomizeResponse, type SyncRequest, type SyncResponse } from './request.js'
-import { effectiveScope, secretDenial } from './scope.js'
-import { scopesOf } from './target.js'
+import { effectiveScope, scopesOf, secretDenial } from './scope.js'
 
 export interface SinkPolicy {
   /** Checks an endpoint URL against the SSRF guard; returns a reason when refused. */

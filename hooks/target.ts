@@ -1,12 +1,11 @@
 import { compareItems, itemHash, itemKey, itemsChecksum } from '../api/canonical.js'
 import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
-  API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectScopeSpec, type KollectTargetSpec,
+  API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec,
   type KubeObject, type LabelSelector, type TargetReport, type TargetStatus, type TargetStatusResource,
 } from '../api/types.js'
-import { compileCel, type CelProgram } from './cel.js'
 import { condition, sortConditions, truncate } from './conditions.js'
-import { expressionInput, extractObject } from './extract.js'
+import { extractObject } from './extract.js'
 import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 import { isClusterScoped, type PluralResolution } from './plural.js'
 import { compileProfile, describeProblem } from './profile.js'
@@ -14,16 +13,21 @@ import {
   apiVersionOf, parentGeneration, parentRef, parentSpec, parentStatus, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
-import { effectiveScope, resolveNamespaces, scopeNames, type EffectiveScope } from './scope.js'
-import { allowedByScope, describeRejection, inNamespaceOrCluster, matchesLabels, passesMatchPolicy, select, splitApiVersion, type Predicate } from './select.js'
+import { effectiveScope, scopeNames, scopesOf } from './scope.js'
+import { describeRejection, splitApiVersion, type Rejection } from './select.js'
+import { namespacesToRead, selectionFor, selectObject } from './selection.js'
 
 export const PROFILE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectProfile')
-export const SCOPE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectScope')
 
 export interface TargetContext {
   plural: PluralResolution
   limits?: ExpressionLimits
+  /** Told each object's outcome in turn, so `kollect preview` explains the hook's own pass. */
+  observe?: (key: string, outcome: ObjectOutcome) => void
 }
+
+/** An object the selection rejected, or one it selected with its extraction errors. */
+export type ObjectOutcome = { rejection: Rejection } | { errors: readonly string[] }
 
 /** How soon Metacontroller calls sync again while the target's kind is not watched. */
 export const NOT_WATCHED_RESYNC_SECONDS = 60
@@ -50,13 +54,10 @@ export function customizeTarget(req: CustomizeRequest, ctx: TargetContext): Cust
     return { relatedResources: rules }
   }
   const base = { apiVersion: apiVersionOf(res.group, res.version), resource: ctx.plural.plural, labelSelector: plainSelector(spec.labelSelector) }
-  if (isClusterScoped(res, ctx.plural)) rules.push(base)
-  else if (spec.namespaceSelector) rules.push({ ...base, namespaceSelector: plainSelector(spec.namespaceSelector) })
-  else {
-    const namespaces = requestedNamespaces(spec, namespace)
-    if (namespaces.includes('*')) rules.push(base)
-    else for (const ns of namespaces) rules.push({ ...base, namespace: ns })
-  }
+  const read = namespacesToRead(spec, namespace, isClusterScoped(res, ctx.plural))
+  if ('selector' in read) rules.push({ ...base, namespaceSelector: plainSelector(read.selector) })
+  else if ('names' in read) for (const ns of read.names) rules.push({ ...base, namespace: ns })
+  else rules.push(base)
   return { relatedResources: rules }
 }
 
@@ -66,21 +67,6 @@ function plainSelector(selector: LabelSelector | undefined): { matchLabels?: Rec
   if (selector?.matchLabels) out.matchLabels = selector.matchLabels
   if (selector?.matchExpressions) out.matchExpressions = selector.matchExpressions
   return out
-}
-
-function requestedNamespaces(spec: KollectTargetSpec, own: string): string[] {
-  return Array.isArray(spec.namespaces) && spec.namespaces.length > 0 ? [...new Set(spec.namespaces)].sort() : [own]
-}
-
-/**
- * The KollectScopes of one namespace among the related ones. Only a namespace's own scopes
- * govern it: an inventory also relates the scopes of its sinks' namespaces, and a scope from
- * elsewhere must never widen (or narrow) what this namespace may do.
- */
-export function scopesOf(req: SyncRequest, namespace: string): { name: string; spec: KollectScopeSpec }[] {
-  return related(req, SCOPE_KEY)
-    .filter(({ object }) => object.metadata?.namespace === namespace)
-    .map(({ object }) => ({ name: object.metadata?.name ?? '', spec: parentSpec<KollectScopeSpec>(object) }))
 }
 
 interface Counts {
@@ -128,21 +114,9 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
     return fail('ProfileInvalid', `KollectProfile ${spec.profileRef.name}: ${profile.problems.map(describeProblem).join('; ')}`)
   }
 
-  let policy: CelProgram | undefined
-  if (spec.matchPolicy !== undefined) {
-    const compiled = compileCel(spec.matchPolicy, limits)
-    if (!compiled.ok) {
-      const pos = compiled.error.position === undefined ? '' : ` at position ${compiled.error.position}`
-      return fail('InvalidMatchPolicy', `spec.matchPolicy: ${compiled.error.message}${pos}`)
-    }
-    policy = compiled.program
-  }
-
-  const clusterScoped = isClusterScoped(res, ctx.plural)
-  if (clusterScoped && scope.allowedNamespaces !== '*') {
-    return fail('ScopeNamespaceDenied', `${res.kind} is cluster-scoped; the scope of namespace ${ref.namespace} must allow all namespaces ("*")${scopeNames(scope)}`, empty())
-  }
-  const { predicates, refused } = targetPredicates(spec, ref.namespace, scope, clusterScoped, policy)
+  const built = selectionFor(spec, ref.namespace, scope, { plural: ctx.plural, limits })
+  if (!built.ok) return fail(built.problem.reason, built.problem.message, built.problem.scopeForbids ? empty() : null)
+  const { selection } = built
 
   const key = typeKey(res.group, res.version, res.kind)
   // Metacontroller sends every type its cached customize answer asked for, even with no
@@ -161,11 +135,10 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   let itemBytes = 0
   try {
     for (const { key, object } of objects) {
-      // matchPolicy is an expression too: it sees what the attributes see, never Secret data.
-      const input = expressionInput(object, profile.redactor)
-      const rejection = select(input, predicates)
+      const { input, rejection } = selectObject(selection, object, profile.redactor)
       const identity = identityOf(object, res.version, ref)
       if (rejection !== null) {
+        ctx.observe?.(key, { rejection })
         // A policy that errors on one object must not delete that object's exported item.
         if (rejection.type === 'matchPolicyFailed') {
           recordFailure(counts, key, describeRejection(rejection))
@@ -175,6 +148,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       }
       counts.matchedCount++
       const out = extractObject(input, profile, limits.maxItemBytes)
+      ctx.observe?.(key, { errors: out.errors })
       if (out.errors.length > 0) recordFailure(counts, key, out.errors.join('; '))
       if (!out.attributes) {
         failedKeys.push(itemKey(identity))
@@ -201,8 +175,8 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       ? condition('Ready', true, 'ExtractedWithErrors', `${counts.failedCount} of ${counts.matchedCount} objects had extraction errors`, generation)
       : condition('Ready', true, 'Extracted', `${counts.extractedCount} of ${counts.matchedCount} matched objects extracted`, generation),
   ]
-  if (refused.length > 0) {
-    conditions.push(condition('Degraded', true, 'ScopeNamespaceDenied', `namespaces not allowed by scope: ${refused.join(', ')}${scopeNames(scope)}`, generation))
+  if (selection.refused.length > 0) {
+    conditions.push(condition('Degraded', true, 'ScopeNamespaceDenied', `namespaces not allowed by scope: ${selection.refused.join(', ')}${scopeNames(scope)}`, generation))
   }
   return {
     response: targetResponse(counts, checksum, resourceStatus, conditions, generation),
@@ -217,24 +191,6 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       itemGenerations: items.map((item) => generations.get(item.uid) ?? null),
     },
   }
-}
-
-/**
- * The selection a target's sync runs (and `kollect preview` explains), built once: the
- * namespaces it asks for as the scope allows them (none for a cluster-scoped kind), its labels,
- * the scope's kinds and its match policy. refused lists the namespaces the scope took away.
- */
-export function targetPredicates(spec: KollectTargetSpec, own: string, scope: EffectiveScope, clusterScoped: boolean, policy: CelProgram | undefined): { predicates: Predicate[]; refused: string[] } {
-  // With a namespaceSelector, Metacontroller already picked the namespaces; the scope still bounds them.
-  const requested = spec.namespaceSelector ? ['*'] : requestedNamespaces(spec, own)
-  const { effective, refused } = clusterScoped ? { effective: '*' as const, refused: [] } : resolveNamespaces(requested, scope)
-  const predicates: Predicate[] = [
-    ...(clusterScoped ? [] : [inNamespaceOrCluster(effective, scope.deniedNamespaces, scope.allowedNamespaces === '*')]),
-    matchesLabels(spec.labelSelector),
-    allowedByScope(scope),
-    passesMatchPolicy(policy),
-  ]
-  return { predicates, refused }
 }
 
 function recordFailure(counts: Counts, key: string, message: string): void {

@@ -7,11 +7,13 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import type { Item, KubeObject } from '../../api/types.js'
-import { deployment, ROOT } from '../support/metacontroller.js'
+import type { Condition, Item, KubeObject } from '../../api/types.js'
+import type { SyncRequest } from '../../hooks/request.js'
+import { syncTarget, type ObjectOutcome } from '../../hooks/target.js'
+import { deployment, loadExampleCr, ROOT, targetSyncRequest } from '../support/metacontroller.js'
 
 // The kollect command as users run it: a real `node dist/cli/main.js` process, its exit code,
-// stdout and stderr. Nothing is called in-process.
+// stdout and stderr. Only the hook it is compared with is called in-process.
 
 const MAIN = path.join(ROOT, 'dist', 'cli', 'main.js')
 const PROFILE = 'examples/crs/profile-deployments.yaml'
@@ -411,6 +413,32 @@ spec:
     assert.equal(policy.code, 1)
     assert.equal(policy.stdout, '')
     assert.ok(lines(policy.stderr).includes('KollectTarget team-a/t is not ready: InvalidMatchPolicy: spec.matchPolicy: Unexpected token: EOF at position 29'), policy.stderr)
+  })
+
+  test('the same objects through kollect preview and through the target sync hook give the same items, counts and reasons', async () => {
+    const parent = loadExampleCr('target-deployments.yaml')
+    parent['spec'] = { ...(parent['spec'] as object), namespaces: ['team-a', 'team-b', 'team-c', 'kube-system'] }
+    const deployments = [...sampleObjects().filter((o) => o.kind === 'Deployment'), deployment(5, { namespace: 'team-c' }), deployment(6, { namespace: 'kube-system' })]
+    const target = write('target-four-namespaces.yaml', toYaml(parent))
+    const objects = write('objects-four-namespaces.json', kubectlList(deployments))
+    const r = await kollect(['preview', '--profile', PROFILE, '--target', target, '--objects', objects, '--scope', SCOPE, '-o', 'json'])
+    assert.equal(r.code, 0, r.stderr)
+
+    // The hook as Metacontroller calls it: only the target's kind, keyed namespace/name, as JSON.
+    const request = JSON.parse(JSON.stringify(targetSyncRequest(deployments, { target: parent, scopes: [loadExampleCr('scope.yaml')] }))) as SyncRequest
+    const outcomes: ObjectOutcome[] = []
+    const hook = syncTarget(request, { plural: { plural: 'deployments', source: 'spec' }, observe: (_key, outcome) => outcomes.push(outcome) })
+    const status = hook.response.status as { matchedCount: number; extractedCount: number; failedCount: number; conditions: Condition[] }
+
+    assert.deepEqual(JSON.parse(r.stdout) as Item[], JSON.parse(JSON.stringify(hook.report?.items)) as Item[])
+    assert.deepEqual(hook.report?.items.map((i) => `${i.namespace}/${i.name}`), ['team-a/web-00000', 'team-a/web-00001', 'team-b/web-00004'])
+    const err = lines(r.stderr)
+    assert.ok(err.includes(`matched ${status.matchedCount}, extracted ${status.extractedCount}, failed ${status.failedCount}`), r.stderr)
+    assert.deepEqual(outcomes.flatMap((o) => ('rejection' in o ? [o.rejection.type] : [])).sort(), ['labelsDoNotMatch', 'matchPolicyFalse', 'namespaceDenied', 'namespaceNotSelected'])
+    assert.ok(err.includes('not selected: 4 (labels do not match labelSelector: 1, matchPolicy is false: 1, namespace is denied by scope (kube-system): 1, namespace is not selected (team-c): 1)'), r.stderr)
+    const degraded = status.conditions.find((c) => c.type === 'Degraded')
+    assert.equal(degraded?.reason, 'ScopeNamespaceDenied')
+    assert.ok(err.includes(`Degraded=True ${degraded.reason}: ${degraded.message}`), r.stderr)
   })
 
   test('--scope widens the namespaces as the cluster would; without it a note says why they are refused', async () => {
