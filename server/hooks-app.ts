@@ -1,33 +1,23 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import type { ExporterClient } from '../api/types.js'
-import type { Config } from './config.js'
-import type { PluralResolver } from './discovery.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import type { Logger } from './logger.js'
-import type { Metrics } from './metrics.js'
 import { errorMapping } from './plugins/errors.js'
 import { extraction } from './plugins/extraction.js'
 import { guard } from './plugins/guard.js'
+import type { HookRouteDeps } from './plugins/hook-route.js'
 import { inventoryRoutes } from './plugins/inventories.js'
 import { jsonBody } from './plugins/json-body.js'
-import { probes } from './plugins/probes.js'
+import { probes, type ProbeDeps } from './plugins/probes.js'
 import { profileRoutes } from './plugins/profiles.js'
 import { sinkRoutes } from './plugins/sinks.js'
 import { targetRoutes } from './plugins/targets.js'
 
 export { reportSequence } from './plugins/targets.js'
 
-export interface HooksDeps {
-  config: Config
+/** config, metrics, exporter, resolvePlural (hook routes), ready and moreMetrics (probes), logger. */
+export interface HooksDeps extends HookRouteDeps, ProbeDeps {
   logger: Logger
-  metrics: Metrics
-  exporter: ExporterClient
-  resolvePlural: PluralResolver
-  /** Extra readiness check (the exporter reachable); healthz never calls it. */
-  ready?: () => Promise<boolean>
-  /** More exposition text for /metrics: the exporter sidecar's, which listens on loopback only. */
-  moreMetrics?: () => Promise<string>
 }
 
 /** The hooks server, one plugin per concern (server/plugins/). */
