@@ -37,6 +37,13 @@ type DataValidationCxt = Parameters<SchemaValidateFunction>[3]
 
 let compiled: { ajv: Ajv; validators: Map<string, ValidateFunction> } | undefined
 
+/** The spec's schema as the CRD declares it, for schemas that embed a spec (server/exporter-schemas.ts). */
+export function specSchema(kind: KollectKind): CrdSchema {
+  const schema = versionOf(kind).schema.openAPIV3Schema.properties?.['spec']
+  if (!schema) throw new Error(`${crdFileForKind(kind)}: no spec schema`)
+  return schema
+}
+
 /**
  * Check a spec against the CRD's schema. Defaults are not applied: a field the API server
  * would default may be absent here and still valid.
@@ -81,6 +88,11 @@ const KUBERNETES_ANNOTATIONS = [
 function newAjv(): Ajv {
   const ajv = new Ajv({ strict: false, allErrors: true })
   addFormatsModule.default(ajv)
+  return kubernetesKeywords(ajv)
+}
+
+/** An ajv plugin: the Kubernetes keywords of the CRD schemas, for any ajv that compiles parts of them. */
+export function kubernetesKeywords(ajv: Ajv): Ajv {
   for (const keyword of KUBERNETES_ANNOTATIONS) ajv.addKeyword({ keyword })
   // The API server rejects duplicates in list-type set and map lists; a hook that emits two
   // conditions of one type would otherwise pass here and fail on the status write.

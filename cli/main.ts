@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { enableLinearRegExps } from '../server/regexp-engine.js'
 import { EXIT_OK, EXIT_USAGE, RunError, UsageError, type Io } from './io.js'
 import { runPreview } from './preview.js'
 import { PREVIEW_USAGE } from './preview-options.js'
@@ -87,6 +88,8 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err
 })
 
+// preview and validate compile CEL here, so this process needs the linear-time RegExp engine.
+enableLinearRegExps()
 process.exitCode = await run(process.argv.slice(2), {
   stdin: process.stdin,
   stdout: process.stdout,

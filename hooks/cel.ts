@@ -1,14 +1,11 @@
-import v8 from 'node:v8'
 import { Environment } from '@marcbachmann/cel-js'
 import { compileCache } from './compile-cache.js'
 import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 
-// cel-js implements matches() with the process-wide RegExp. These V8 flags make every regex
-// that backtracks too much fall back to V8's linear-time engine, and let us test patterns for
-// linear-time compatibility up front (backreferences and lookarounds are refused, as in RE2).
-v8.setFlagsFromString('--enable-experimental-regexp-engine')
-v8.setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks')
-v8.setFlagsFromString('--regexp-backtracks-before-fallback=10000')
+// cel-js implements matches() with the process-wide RegExp. The process's entry point switches
+// on V8's linear-time engine (server/regexp-engine.ts): patterns are tested for it up front
+// (backreferences and lookarounds are refused, as in RE2), and a regex that backtracks too much
+// falls back to it. Importing this module changes nothing in the process.
 
 export interface CompileError {
   message: string
@@ -166,9 +163,20 @@ function checkPattern(call: AstNode): CompileError | null {
   try {
     new RegExp(pattern.args, 'l')
   } catch (err) {
+    if (!linearEngineEnabled()) throw new Error('the linear-time RegExp engine is off in this process: its entry point must call enableLinearRegExps() (server/regexp-engine.ts)')
     return { message: `pattern ${JSON.stringify(pattern.args)} is not allowed: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}`, position: pattern.start }
   }
   return null
+}
+
+/** The 'l' flag exists only once the engine is on; without it every pattern would be refused. */
+function linearEngineEnabled(): boolean {
+  try {
+    new RegExp('', 'l')
+    return true
+  } catch {
+    return false
+  }
 }
 
 function isNode(value: unknown): value is AstNode {

@@ -12,6 +12,7 @@ export const ERRORS = {
   KOLLECT_ERR_HOOK_QUEUE_TIMEOUT: { status: 429, message: 'the sync waited %s ms for an extraction process, too long to finish in time; retry after %s seconds' },
   KOLLECT_ERR_HOOK_TIMEOUT: { status: 503, message: 'request timed out' },
   KOLLECT_ERR_EXPORTER_UNAVAILABLE: { status: 503, message: 'the exporter did not answer: %s' },
+  KOLLECT_ERR_EXPORTER_BAD_REQUEST: { status: 400, message: 'request does not match the exporter API: %s' },
   KOLLECT_ERR_INTERNAL: { status: 500, message: 'internal error' },
 } as const
 

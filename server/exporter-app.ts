@@ -1,7 +1,9 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import { kubernetesKeywords } from '../api/crd-schemas.js'
 import type { ExporterClient, InventoryComposition, ObjectRef, ReportResult, ResolvedSink, TargetReport } from '../api/types.js'
 import { authHeader, authorized, type HookAuth } from './auth.js'
 import { KollectError, errorBody } from './errors.js'
+import { inventoryCompositionSchema, removedTargetSchema, resolvedSinkSchema, targetReportSchema } from './exporter-schemas.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { jsonBodyParser } from './json-depth.js'
 import type { Logger } from './logger.js'
@@ -39,27 +41,36 @@ export function reportBodyLimit(namespaceShareBytes: number): number {
 }
 
 export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, bodyLimit: deps.bodyLimit, ...HTTP_TIMEOUTS })
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit,
+    ...HTTP_TIMEOUTS,
+    // As the hooks: no coercion, nothing removed, and no CRD default filled into a sink spec, so
+    // the exporter gets the body as sent or a 400. Not strict, as for the CRD schemas (int64 formats).
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false }, plugins: [kubernetesKeywords] },
+  })
   // The same bounded parser as the hooks: nothing reaches the exporter's state unparsed or too deep.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser(deps.maxJsonDepth))
   app.addHook('onRequest', async (request) => {
     if (request.url.startsWith('/v1/') && !authorized(request.headers.authorization, deps.auth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
   })
-  app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
+  app.setErrorHandler((error: Error & { code?: string; statusCode?: number; validation?: unknown }, request, reply) => {
     const known = error instanceof KollectError ? error
       : error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(request.routeOptions.bodyLimit ?? deps.bodyLimit))
-        : null
+        : error.validation ? new KollectError('KOLLECT_ERR_EXPORTER_BAD_REQUEST', error.message)
+          : null
     const status = known ? known.statusCode : error.statusCode && error.statusCode < 500 ? error.statusCode : 500
     if (status >= 500) request.log.error({ err: error }, 'exporter request failed')
     void reply.code(status).send(known ? errorBody(known) : { code: 'KOLLECT_ERR_INTERNAL', message: status >= 500 ? 'internal error' : error.message })
   })
   const e = deps.exporter
-  app.post(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn', bodyLimit: deps.reportBodyLimit }, async (req) => e.reportTarget(req.body as TargetReport))
-  app.post(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn' }, async (req) => { await e.removeTarget(req.body as ObjectRef & { uid?: string }); return {} })
-  app.post(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn' }, async (req) => e.applyInventory(req.body as InventoryComposition))
-  app.post(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn' }, async (req) => e.finalizeInventory(req.body as InventoryComposition))
-  app.post(EXPORTER_ROUTES.checkSink, { logLevel: 'warn' }, async (req) => e.checkSink(req.body as ResolvedSink))
+  const composition = inventoryCompositionSchema()
+  app.post<{ Body: TargetReport }>(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn', bodyLimit: deps.reportBodyLimit, schema: { body: targetReportSchema } }, async (req) => e.reportTarget(req.body))
+  app.post<{ Body: ObjectRef & { uid?: string } }>(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn', schema: { body: removedTargetSchema } }, async (req) => { await e.removeTarget(req.body); return {} })
+  app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn', schema: { body: composition } }, async (req) => e.applyInventory(req.body))
+  app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn', schema: { body: composition } }, async (req) => e.finalizeInventory(req.body))
+  app.post<{ Body: ResolvedSink }>(EXPORTER_ROUTES.checkSink, { logLevel: 'warn', schema: { body: resolvedSinkSchema() } }, async (req) => e.checkSink(req.body))
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/metrics', async (_request, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()))
   return app

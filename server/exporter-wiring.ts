@@ -32,7 +32,7 @@ export function createExporter(config: Config, logger: Logger, metrics: Metrics,
 
 /**
  * Shutdown: export what the debounce holds, wait up to the grace period, then save whatever a
- * sink still owes (a failing sink retries forever) to the journal the next start resumes from.
+ * sink still owes (a failing sink may never confirm) to the journal the next start resumes from.
  */
 export async function drainExporter(exporter: Exporter, graceMs: number, logger: Logger): Promise<void> {
   exporter.flush()

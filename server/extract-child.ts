@@ -13,6 +13,7 @@ import { syncTarget } from '../hooks/target.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
 import { nestsDeeperThan } from './json-depth.js'
 import { jsonErrorSummary } from './json-errors.js'
+import { enableLinearRegExps } from './regexp-engine.js'
 import { syncValidator } from './request-schemas.js'
 
 /** The body (job) or nothing (plural) follows as the frame's payload. */
@@ -56,6 +57,7 @@ function warmUp(): void {
 }
 
 function main(): void {
+  enableLinearRegExps()
   const validate = syncValidator()
   const waiting = new Map<number, { request: SyncRequest; limits: ExpressionLimits }>()
   const socket = new net.Socket({ fd: 3, readable: true, writable: true })

@@ -6,6 +6,7 @@ import type { ExpressionLimits } from '../hooks/limits.js'
 import type { TargetSyncResult } from '../hooks/target.js'
 import type { PluralResolver } from './discovery.js'
 import type { FromChild, ToChild } from './extract-child.js'
+import { FairQueue } from './extract-queue.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
 
 export interface PoolOptions {
@@ -41,9 +42,6 @@ export type PoolOutcome =
 /** A queued sync is refused once less than this share of its budget is left. */
 export const MIN_BUDGET_SHARE = 0.25
 
-/** Half-life of a namespace's slowest recent sync, which decides who may take a reserve child. */
-const SLOWEST_HALF_LIFE_MS = 30_000
-
 const CHILD_URL = new URL('./extract-child.js', import.meta.url)
 const UNKNOWN = ''
 const DIED = 'the extraction process ended before it finished (out of memory or a fatal error); split the target or simplify the profile'
@@ -69,21 +67,15 @@ interface Slot {
 }
 
 /**
- * Extraction child processes with a supervisor and a fair queue.
+ * Extraction child processes with a supervisor, fed by a fair queue (server/extract-queue.ts).
  * - A child that dies (fatal error, heap limit, signal) is replaced; its sync ends ResourceLimit.
  * - A sync past arrival + timeoutMs has its child killed and ends EvaluationTimeout.
- * - Syncs queue per namespace and are taken round robin. The reserve children only take a sync
- *   from a namespace with nothing running whose recent syncs were short (under the share of the
- *   budget below), so a flood of long syncs holds at most the shared children, even in the gap
- *   between two of its syncs. A sync that waited too long to start is refused (429) instead.
+ * - The reserve children only take a sync from a namespace whose recent syncs were short (under
+ *   the share of the budget below). A sync that waited too long to start is refused (429) instead.
  */
 export class ExtractPool {
   private readonly slots: Slot[] = []
-  /** Per namespace, in arrival order; the Map's order is the round-robin order. */
-  private readonly queues = new Map<string, Job[]>()
-  private readonly running = new Map<string, number>()
-  /** Each namespace's slowest recent sync (run time), halved every SLOWEST_HALF_LIFE_MS. */
-  private readonly slowest = new Map<string, { ms: number; at: number }>()
+  private readonly queue: FairQueue<Job>
   /** A started, idle child that takes a dead or killed child's place at once (starting one takes 0.3–1 s). */
   private standby: Slot | null
   private nextId = 1
@@ -91,6 +83,7 @@ export class ExtractPool {
   private readyWaiters: (() => void)[] = []
 
   constructor(private readonly options: PoolOptions) {
+    this.queue = new FairQueue(options.timeoutMs * MIN_BUDGET_SHARE)
     const size = options.size || Math.max(2, availableParallelism())
     for (let i = 0; i < size + (options.reserve ?? 1); i++) this.slots.push(this.spawn(i >= size))
     this.standby = this.spawn(false)
@@ -122,9 +115,7 @@ export class ExtractPool {
   run(body: Buffer, info: JobInfo): Promise<PoolOutcome> {
     return new Promise((resolve) => {
       const job: Job = { id: this.nextId++, namespace: info.namespace ?? UNKNOWN, arrival: info.arrival, body, parent: null, resolve }
-      const queue = this.queues.get(job.namespace)
-      if (queue) queue.push(job)
-      else this.queues.set(job.namespace, [job])
+      this.queue.push(job)
       const refuseAt = job.arrival + this.options.timeoutMs * (1 - MIN_BUDGET_SHARE)
       job.timer = setTimeout(() => this.refuse(job), Math.max(0, refuseAt - performance.now()))
       this.pump()
@@ -133,8 +124,7 @@ export class ExtractPool {
 
   async close(): Promise<void> {
     this.closed = true
-    for (const queue of this.queues.values()) for (const job of queue) this.settle(job, { kind: 'queued', waitedMs: performance.now() - job.arrival })
-    this.queues.clear()
+    for (const job of this.queue.drain()) this.settle(job, { kind: 'queued', waitedMs: performance.now() - job.arrival })
     for (const slot of this.slots) {
       const job = slot.job
       slot.job = null
@@ -171,39 +161,18 @@ export class ExtractPool {
     if (this.closed) return
     for (const reserve of [false, true]) {
       for (const slot of this.slots) {
-        if (slot.reserve !== reserve || slot.job || !slot.ready || this.queues.size === 0) continue
-        const namespace = this.nextNamespace(reserve)
-        if (namespace === undefined) break
-        const queue = this.queues.get(namespace) as Job[]
-        const job = queue.shift() as Job
-        // Served namespaces go to the back of the rotation.
-        this.queues.delete(namespace)
-        if (queue.length > 0) this.queues.set(namespace, queue)
+        if (slot.reserve !== reserve || slot.job || !slot.ready || this.queue.empty) continue
+        const job = this.queue.take(reserve)
+        if (!job) break
         this.start(slot, job)
       }
     }
-  }
-
-  private nextNamespace(reserve: boolean): string | undefined {
-    if (!reserve) return this.queues.keys().next().value
-    const now = performance.now()
-    const short = this.options.timeoutMs * MIN_BUDGET_SHARE
-    for (const namespace of this.queues.keys()) {
-      if (!this.running.get(namespace) && this.slowestRecent(namespace, now) < short) return namespace
-    }
-    return undefined
-  }
-
-  private slowestRecent(namespace: string, now: number): number {
-    const s = this.slowest.get(namespace)
-    return s ? s.ms * 0.5 ** ((now - s.at) / SLOWEST_HALF_LIFE_MS) : 0
   }
 
   private start(slot: Slot, job: Job): void {
     clearTimeout(job.timer)
     job.started = performance.now()
     slot.job = job
-    this.running.set(job.namespace, (this.running.get(job.namespace) ?? 0) + 1)
     job.timer = setTimeout(() => {
       this.abort(slot, 'EvaluationTimeout', `extraction did not finish within ${this.options.timeoutMs} ms; simplify the profile or split the target`)
     }, Math.max(0, job.arrival + this.options.timeoutMs - performance.now()))
@@ -214,11 +183,7 @@ export class ExtractPool {
 
   /** A queued sync whose budget is mostly gone: better a 429 now than an answer too late. */
   private refuse(job: Job): void {
-    const queue = this.queues.get(job.namespace)
-    const index = queue?.indexOf(job) ?? -1
-    if (!queue || index < 0) return
-    queue.splice(index, 1)
-    if (queue.length === 0) this.queues.delete(job.namespace)
+    if (!this.queue.remove(job)) return
     job.body = null
     this.settle(job, { kind: 'queued', waitedMs: performance.now() - job.arrival })
   }
@@ -316,13 +281,7 @@ export class ExtractPool {
 
   private release(job: Job): void {
     clearTimeout(job.timer)
-    const n = (this.running.get(job.namespace) ?? 1) - 1
-    if (n > 0) this.running.set(job.namespace, n)
-    else this.running.delete(job.namespace)
-    const now = performance.now()
-    this.slowest.set(job.namespace, { ms: Math.max(this.slowestRecent(job.namespace, now), now - (job.started ?? now)), at: now })
-    // Forget namespaces whose record has decayed away, so the map stays as small as the active set.
-    if (this.slowest.size > 64) for (const namespace of this.slowest.keys()) if (this.slowestRecent(namespace, now) < 1) this.slowest.delete(namespace)
+    this.queue.finished(job)
   }
 
   private stop(slot: Slot): Promise<void> {

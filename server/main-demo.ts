@@ -11,10 +11,12 @@ import { createExporter } from './exporter-wiring.js'
 import { buildHooksApp } from './hooks-app.js'
 import { configure } from './lifecycle.js'
 import { createMetrics } from './metrics.js'
+import { enableLinearRegExps } from './regexp-engine.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 // Nothing listens (requests go through app.inject); with no token set, the hooks run open, as npm start does.
 const { config, logger } = configure('kollect-demo', { ...process.env, KOLLECT_LOG_LEVEL: process.env['KOLLECT_LOG_LEVEL'] ?? 'warn' }, { host: '127.0.0.1', port: 0, allowPrivateSinks: true, loopbackAuth: 'none' })
+enableLinearRegExps()
 const metrics = createMetrics()
 const exporter = createExporter(config, logger, metrics)
 const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(null) })

@@ -6,10 +6,12 @@ import { buildHooksApp } from './hooks-app.js'
 import { loadKubeConfig } from './kube.js'
 import { configure, guardProcess, onShutdown } from './lifecycle.js'
 import { createMetrics } from './metrics.js'
+import { enableLinearRegExps } from './regexp-engine.js'
 
 // On loopback and with no token set, hooks run without authentication (logged at warn).
 const { config, logger } = configure('kollect', process.env, { host: '127.0.0.1', allowPrivateSinks: true, loopbackAuth: 'none' })
 guardProcess(logger)
+enableLinearRegExps()
 const metrics = createMetrics()
 const exporter = createExporter(config, logger, metrics)
 // Exports a sink still owed at the last shutdown resume now, before any target re-reports.

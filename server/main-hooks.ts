@@ -5,9 +5,11 @@ import { buildHooksApp } from './hooks-app.js'
 import { loadKubeConfig } from './kube.js'
 import { configure, guardProcess, onShutdown } from './lifecycle.js'
 import { createMetrics } from './metrics.js'
+import { enableLinearRegExps } from './regexp-engine.js'
 
 const { config, logger } = configure('kollect-hooks')
 guardProcess(logger)
+enableLinearRegExps()
 const metrics = createMetrics('hooks')
 const exporter = httpExporterClient(config.exporterUrl, config.hookAuth)
 const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(loadKubeConfig()), ready: () => exporter.ping(), moreMetrics: () => exporter.metrics() })

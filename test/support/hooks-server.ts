@@ -9,6 +9,7 @@ import { createExporter } from '../../server/exporter-wiring.js'
 import { buildHooksApp } from '../../server/hooks-app.js'
 import { createLogger } from '../../server/logger.js'
 import { createMetrics, type Metrics } from '../../server/metrics.js'
+import { enableLinearRegExps } from '../../server/regexp-engine.js'
 import type { Exporter } from '../../exporter/index.js'
 import type { InventoryStatus, ProfileStatus, SinkStatus, TargetStatus } from '../../api/types.js'
 
@@ -27,6 +28,8 @@ export interface HooksServer {
  * a token in env it runs with KOLLECT_HOOK_AUTH=none; auth tests pass KOLLECT_HOOK_TOKEN.
  */
 export async function startHooksServer(env: Record<string, string> = {}): Promise<HooksServer> {
+  // This test process is the server's entry point, so it does what main-dev does.
+  enableLinearRegExps()
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-hooks-'))
   const auth = env['KOLLECT_HOOK_TOKEN'] !== undefined || env['KOLLECT_HOOK_TOKEN_FILE'] !== undefined ? {} : { KOLLECT_HOOK_AUTH: 'none' }
   const config = loadConfig({ KOLLECT_DATA_DIR: dataDir, PORT: '0', KOLLECT_LOG_LEVEL: 'silent', KOLLECT_ALLOW_PRIVATE_SINKS: 'true', ...auth, ...env }, { host: '127.0.0.1' })

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
 import { ExtractPool, type PoolOutcome } from '../../../server/extract-pool.js'
 import { QUADRATIC_CEL, oneAttributeSync, ordinarySync, sleep, withList } from '../../security/support.js'
+import { deployment } from '../../support/metacontroller.js'
 
 // The pool with real child processes, one shared child and one reserve, a 2 s budget.
 
@@ -30,6 +31,28 @@ test('the reserve child: a namespace whose last sync ran long cannot take it, ev
     // team-a waited for the shared child and was refused once a quarter of its budget was left.
     assert.equal(kind(await a), 'queued')
     assert.equal(kind(await b), 'aborted EvaluationTimeout')
+  } finally {
+    await pool.close()
+  }
+})
+
+test('a child switches on the linear-time RegExp engine itself: matches() compiles, and a catastrophic pattern falls back to linear time', async () => {
+  // Importing the hooks switches nothing on in a process, so what passes below is the child's own doing.
+  await import('../../../hooks/cel.js')
+  assert.throws(() => new RegExp('', 'l'), /Invalid flags/)
+  const pool = new ExtractPool({ size: 1, reserve: 0, timeoutMs: 5000, memoryMb: 256, limits: DEFAULT_LIMITS, resolvePlural: async () => ({ plural: 'deployments', source: 'spec' }) })
+  try {
+    assert.ok(await pool.ready(30_000))
+    const run = async (cel: string) => {
+      const d = deployment(1)
+      ;(d.metadata as Record<string, unknown>)['annotations'] = { s: `${'a'.repeat(40)}!` }
+      const outcome = await pool.run(Buffer.from(oneAttributeSync(cel, [d])), { arrival: performance.now(), namespace: 'team-a' })
+      assert.equal(outcome.kind, 'done', JSON.stringify(outcome))
+      return outcome.kind === 'done' ? outcome.result.report?.items[0]?.attributes['x'] : undefined
+    }
+    assert.equal(await run("object.metadata.name.matches('^web-[0-9]+$')"), true)
+    // 2^40 steps for the backtracking engine: it ends within the budget only on the linear one.
+    assert.equal(await run("object.metadata.annotations.s.matches('^(a+)+$')"), false)
   } finally {
     await pool.close()
   }

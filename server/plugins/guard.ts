@@ -1,0 +1,32 @@
+import { authorized } from '../auth.js'
+import type { Config } from '../config.js'
+import { KollectError } from '../errors.js'
+import type { Metrics } from '../metrics.js'
+import { shared } from './shared.js'
+
+// Registered in the context that holds the hook routes, so it runs on them and on nothing else
+// (not matched on the raw URL, which the router decodes first): the bearer check, then the
+// in-flight bounds. A body without Content-Length (chunked) counts as the largest body allowed.
+export const guard = shared<{ config: Config; metrics: Metrics }>('kollect-guard', async (app, { config, metrics }) => {
+  let inflight = 0
+  let inflightBytes = 0
+  app.addHook('onRequest', async (request, reply) => {
+    if (!authorized(request.headers.authorization, config.hookAuth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
+    const declared = request.headers['content-length']
+    const bytes = declared === undefined ? config.hookBodyLimit : Number(declared) || 0
+    if (inflight >= config.maxInflightRequests || (inflight > 0 && inflightBytes + bytes > config.maxInflightBytes)) {
+      metrics.hookShed.inc({ reason: inflight >= config.maxInflightRequests ? 'requests' : 'bytes' })
+      reply.header('Retry-After', '1')
+      throw new KollectError('KOLLECT_ERR_HOOK_OVERLOADED', '1')
+    }
+    inflight++
+    inflightBytes += bytes
+    let released = false
+    reply.raw.once('close', () => {
+      if (released) return
+      released = true
+      inflight--
+      inflightBytes -= bytes
+    })
+  })
+})

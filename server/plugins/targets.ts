@@ -1,0 +1,83 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { refKey } from '../../api/canonical.js'
+import type { KollectTargetSpec } from '../../api/types.js'
+import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../../hooks/request.js'
+import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../../hooks/target.js'
+import { KollectError } from '../errors.js'
+import { MIN_BUDGET_SHARE } from '../extract-pool.js'
+import { sniffNamespace } from '../namespace-sniff.js'
+import { customizeSchema, syncSchema } from '../request-schemas.js'
+import { callExporter, hookRoute, type HookRouteDeps } from './hook-route.js'
+
+/** /hooks/targets/{customize,sync,finalize}. */
+export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps) => {
+  const { config, metrics, exporter } = deps
+  hookRoute(app, deps, 'targets', 'customize', customizeSchema, async (body) => {
+    const req = body as CustomizeRequest
+    return customizeTarget(req, { plural: await deps.resolvePlural(parentSpec<KollectTargetSpec>(req.parent).resource), limits: config.limits })
+  })
+  // Target syncs carry the big bodies and the user expressions: the body is parsed, checked and
+  // extracted in a child process with a deadline from the sync's arrival, so this route sees the
+  // raw bytes only (and sniffs the namespace that queues them).
+  const nextSequence = reportSequence()
+  const arrivals = new WeakMap<FastifyRequest, number>()
+  await app.register(async (raw) => {
+    raw.removeAllContentTypeParsers()
+    raw.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, bytes, done) => done(null, bytes))
+    // Stamped on arrival, before the body is read: a sync that arrives later carries newer state
+    // (Metacontroller never runs two syncs of one parent at once), however long each one parses.
+    raw.addHook('onRequest', async (request) => { arrivals.set(request, nextSequence()) })
+    hookRoute(raw, deps, 'targets', 'sync', null, async (body, request, reply) => {
+      const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
+      const outcome = await app.extractPool.run(bytes, { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) })
+      if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
+      if (outcome.kind === 'queued') {
+        metrics.hookShed.inc({ reason: 'queue' })
+        const retryAfter = String(Math.max(1, Math.ceil((config.syncTimeoutMs * MIN_BUDGET_SHARE) / 1000)))
+        reply.header('Retry-After', retryAfter)
+        throw new KollectError('KOLLECT_ERR_HOOK_QUEUE_TIMEOUT', String(Math.round(outcome.waitedMs)), retryAfter)
+      }
+      if (outcome.kind === 'aborted') {
+        metrics.hookShed.inc({ reason: outcome.reason })
+        if (!outcome.parent) throw new KollectError('KOLLECT_ERR_HOOK_TIMEOUT')
+        return abortedTargetSync(outcome.parent, outcome.reason, outcome.message)
+      }
+      const { report, stopped } = outcome.result
+      let { response } = outcome.result
+      if (stopped) metrics.hookShed.inc({ reason: stopped })
+      if (report) {
+        const sequence = arrivals.get(request) ?? nextSequence()
+        const result = await callExporter(() => exporter.reportTarget({ ...report, sequence }))
+        const target = refKey(report.target)
+        metrics.itemsExtracted.inc({ target }, report.items.length)
+        if (!result.accepted && result.reason === 'Stale') {
+          metrics.staleReports.inc({ target, dropped: 'report' })
+          request.log.info({ target, generation: report.generation, sequence, heldGeneration: result.heldGeneration }, 'target report dropped as stale')
+          response = staleTargetSync(response, result)
+        } else if (!result.accepted) response = refusedTargetSync(response, result.message)
+        else if (result.staleItems) {
+          metrics.staleReports.inc({ target, dropped: 'items' }, result.staleItems)
+          response = staleItemsTargetSync(response, result.staleItems)
+        }
+      }
+      const failed = (response.status['failedCount'] as number | undefined) ?? 0
+      if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)
+      return response
+    })
+  })
+  hookRoute(app, deps, 'targets', 'finalize', syncSchema, async (body) => {
+    const req = syncRequest(body)
+    const uid = req.parent.metadata?.uid
+    await callExporter(() => exporter.removeTarget(typeof uid === 'string' && uid !== '' ? { ...parentRef(req.parent), uid } : parentRef(req.parent)))
+    return finalizeTarget(req)
+  })
+}
+
+/**
+ * A hybrid clock in microseconds: wall time, but strictly increasing in one process. Replicas'
+ * stamps compare as far as their clocks agree (see docs/design.md, Stale reports).
+ */
+export function reportSequence(now: () => number = Date.now): () => number {
+  let last = 0
+  return () => (last = Math.max(now() * 1000, last + 1))
+}
