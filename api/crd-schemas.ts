@@ -39,7 +39,7 @@ let compiled: { ajv: Ajv; validators: Map<string, ValidateFunction> } | undefine
 
 /** The spec's schema as the CRD declares it, for schemas that embed a spec (server/exporter-schemas.ts). */
 export function specSchema(kind: KollectKind): CrdSchema {
-  const schema = versionOf(kind).schema.openAPIV3Schema.properties?.['spec']
+  const schema = crdVersion(kind).schema.openAPIV3Schema.properties?.['spec']
   if (!schema) throw new Error(`${crdFileForKind(kind)}: no spec schema`)
   return schema
 }

@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { InventoryStatus, ProfileStatus, SinkStatus, TargetStatus } from '../api/types.js'
 import { authHeader } from './auth.js'
 import { createPluralResolver } from './discovery.js'
 import { createExporter } from './exporter-wiring.js'
@@ -21,18 +22,19 @@ const metrics = createMetrics()
 const exporter = createExporter(config, logger, metrics)
 const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(null) })
 
-async function send(route: string, example: string): Promise<Record<string, unknown>> {
+/** Whichever kind's status a hook answered with; the summary prints the counts that kind has. */
+type AnyStatus = Partial<TargetStatus & InventoryStatus & ProfileStatus & SinkStatus>
+const COUNTS = ['matchedCount', 'extractedCount', 'failedCount', 'itemCount', 'attributeCount'] as const
+
+async function send(route: string, example: string): Promise<void> {
   const res = await app.inject({ method: 'POST', url: route, headers: { 'content-type': 'application/json', ...authHeader(config.hookAuth) }, payload: readFileSync(path.join(root, 'examples', 'requests', `${example}.json`)) })
-  const body = res.json() as Record<string, unknown>
-  const status = body['status'] as Record<string, unknown> | undefined
-  console.log(`POST ${route} (${example}) → ${res.statusCode} ${status ? summary(status) : JSON.stringify(body).slice(0, 160)}`)
-  return body
+  const body = res.json() as { status?: AnyStatus }
+  console.log(`POST ${route} (${example}) → ${res.statusCode} ${body.status ? summary(body.status) : JSON.stringify(body).slice(0, 160)}`)
 }
 
-function summary(status: Record<string, unknown>): string {
-  const pick = ['matchedCount', 'extractedCount', 'failedCount', 'itemCount', 'attributeCount'].filter((k) => k in status).map((k) => `${k}=${status[k]}`)
-  const conditions = (status['conditions'] as { type: string; status: string; reason: string }[] | undefined) ?? []
-  return [...pick, ...conditions.map((c) => `${c.type}=${c.status}(${c.reason})`)].join(' ')
+function summary(status: AnyStatus): string {
+  const pick = COUNTS.filter((k) => k in status).map((k) => `${k}=${status[k]}`)
+  return [...pick, ...(status.conditions ?? []).map((c) => `${c.type}=${c.status}(${c.reason})`)].join(' ')
 }
 
 await send('/hooks/profiles/sync', 'profile-sync')

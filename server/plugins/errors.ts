@@ -1,13 +1,13 @@
 import type { Config } from '../config.js'
 import { KollectError, errorBody } from '../errors.js'
 import { jsonErrorSummary } from '../json-errors.js'
-import { shared } from './shared.js'
+import fp from 'fastify-plugin'
 
 type FastifyFailure = Error & { code?: string; statusCode?: number; validation?: unknown }
 
 // Every answer but a 200 carries a catalogue code: unknown paths, Fastify's own errors and
 // anything a handler throws.
-export const errorMapping = shared<{ config: Config }>('kollect-errors', async (app, { config }) => {
+export const errorMapping = fp<{ config: Config }>(async (app, { config }) => {
   app.setNotFoundHandler((request, reply) => {
     const err = new KollectError('KOLLECT_ERR_HOOK_NOT_FOUND', `${request.method} ${request.url.split('?')[0]}`)
     void reply.code(err.statusCode).send(errorBody(err))
@@ -19,7 +19,7 @@ export const errorMapping = shared<{ config: Config }>('kollect-errors', async (
     else request.log.info({ code: err.code, message: err.message }, 'hook request refused')
     void reply.code(err.statusCode).send(errorBody(err))
   })
-})
+}, { name: 'kollect-errors', fastify: '5.x' })
 
 export function toKollectError(error: FastifyFailure, bodyLimit: number): KollectError {
   if (error instanceof KollectError) return error

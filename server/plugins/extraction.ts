@@ -2,7 +2,7 @@ import type { Config } from '../config.js'
 import type { PluralResolver } from '../discovery.js'
 import { ExtractPool } from '../extract-pool.js'
 import type { Logger } from '../logger.js'
-import { shared } from './shared.js'
+import fp from 'fastify-plugin'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,7 +12,7 @@ declare module 'fastify' {
 }
 
 // The pool lives as long as the app: started with it, closed on app.close().
-export const extraction = shared<{ config: Config; logger: Logger; resolvePlural: PluralResolver }>('kollect-extraction', async (app, { config, logger, resolvePlural }) => {
+export const extraction = fp<{ config: Config; logger: Logger; resolvePlural: PluralResolver }>(async (app, { config, logger, resolvePlural }) => {
   const pool = new ExtractPool({
     size: config.extractWorkers || undefined,
     reserve: config.extractReserve,
@@ -26,4 +26,4 @@ export const extraction = shared<{ config: Config; logger: Logger; resolvePlural
   app.addHook('onClose', async () => pool.close())
   // Children take a moment to load; syncs that arrived before would spend their budget waiting.
   if (!(await pool.ready(30_000))) logger.error('extraction processes did not start within 30 s; target syncs wait for them')
-})
+}, { name: 'kollect-extraction', fastify: '5.x' })

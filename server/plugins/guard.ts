@@ -2,12 +2,12 @@ import { authorized } from '../auth.js'
 import type { Config } from '../config.js'
 import { KollectError } from '../errors.js'
 import type { Metrics } from '../metrics.js'
-import { shared } from './shared.js'
+import fp from 'fastify-plugin'
 
 // Registered in the context that holds the hook routes, so it runs on them and on nothing else
 // (not matched on the raw URL, which the router decodes first): the bearer check, then the
 // in-flight bounds. A body without Content-Length (chunked) counts as the largest body allowed.
-export const guard = shared<{ config: Config; metrics: Metrics }>('kollect-guard', async (app, { config, metrics }) => {
+export const guard = fp<{ config: Config; metrics: Metrics }>(async (app, { config, metrics }) => {
   let inflight = 0
   let inflightBytes = 0
   app.addHook('onRequest', async (request, reply) => {
@@ -29,4 +29,4 @@ export const guard = shared<{ config: Config; metrics: Metrics }>('kollect-guard
       inflightBytes -= bytes
     })
   })
-})
+}, { name: 'kollect-guard', fastify: '5.x' })

@@ -1,10 +1,10 @@
 import type { Config } from '../config.js'
 import { jsonBodyParser } from '../json-depth.js'
-import { shared } from './shared.js'
+import fp from 'fastify-plugin'
 
 // Metacontroller sends application/json; curl -d sends form encoding. Every content type is
 // parsed as JSON, with bounded nesting and the secure parser that refuses __proto__ and constructor keys.
-export const jsonBody = shared<{ config: Config }>('kollect-json-body', async (app, { config }) => {
+export const jsonBody = fp<{ config: Config }>(async (app, { config }) => {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, jsonBodyParser(config.limits.maxJsonDepth))
-})
+}, { name: 'kollect-json-body', fastify: '5.x' })

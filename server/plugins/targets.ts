@@ -60,7 +60,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
           response = staleItemsTargetSync(response, result.staleItems)
         }
       }
-      const failed = (response.status['failedCount'] as number | undefined) ?? 0
+      const failed = response.status.failedCount ?? 0
       if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)
       return response
     })
