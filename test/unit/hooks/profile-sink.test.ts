@@ -88,6 +88,7 @@ describe('syncSink', () => {
     { reason: 'the example git sink (local repository, templated path) is valid', parent: loadExampleCr('sink-git.yaml'), want: VALID(1) },
     { reason: 'the example nats sink is valid when the policy allows its url', parent: loadExampleCr('sink-nats.yaml'), want: VALID(1) },
     { reason: 'the example postgres sink with its secretRef is valid', parent: loadExampleCr('sink-postgres.yaml'), want: VALID(1) },
+    { reason: 'the example s3 sink with its secretRef is valid when the policy allows its endpoint', parent: loadExampleCr('sink-s3.yaml'), want: VALID(1) },
     {
       reason: 'a file sink with a relative templated path is valid',
       parent: sinkCr({ type: 'file', cluster: 'lab-west', file: { path: 'snapshots/{cluster}/{namespace}-{name}.yaml', format: 'yaml' } }),
