@@ -32,11 +32,25 @@ export interface S3Settings {
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
 const REGION = /^[a-z0-9-]{1,64}$/
 
-/** The keys a secret may use; the AWS environment names too, so an existing Secret fits. */
+/**
+ * A secret's value under any spelling of `names`: case and separators are ignored, so
+ * accessKeyId, AWS_ACCESS_KEY_ID and the lower-cased keys of local KOLLECT_SECRET_* variables
+ * all match.
+ */
+function lookup(credentials: Credentials, ...names: string[]): string {
+  const wanted = new Set(names.map(normalKey))
+  for (const [key, value] of Object.entries(credentials)) if (wanted.has(normalKey(key)) && value.trim() !== '') return value.trim()
+  return ''
+}
+
+function normalKey(key: string): string {
+  return key.toLowerCase().replace(/[^a-z0-9]/g, '')
+}
+
 function credentialsFrom(label: SinkLabel, credentials: Credentials): S3Settings['credentials'] {
-  const accessKeyId = (credentials.accessKeyId ?? credentials.AWS_ACCESS_KEY_ID ?? '').trim()
-  const secretAccessKey = (credentials.secretAccessKey ?? credentials.AWS_SECRET_ACCESS_KEY ?? '').trim()
-  const sessionToken = (credentials.sessionToken ?? credentials.AWS_SESSION_TOKEN ?? '').trim()
+  const accessKeyId = lookup(credentials, 'accessKeyId', 'AWS_ACCESS_KEY_ID')
+  const secretAccessKey = lookup(credentials, 'secretAccessKey', 'AWS_SECRET_ACCESS_KEY')
+  const sessionToken = lookup(credentials, 'sessionToken', 'AWS_SESSION_TOKEN')
   // Never the SDK's default chain: that would lend any tenant the exporter's own cloud identity.
   if (accessKeyId === '' || secretAccessKey === '') {
     throw configError(label, 'the secret in secretRef needs accessKeyId and secretAccessKey (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)')

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto'
 import { itemKey } from '../../../api/canonical.js'
 import { diffItems } from '../../../sinks/diff.js'
 import { heldFromItems, renderItem } from '../../../sinks/document.js'
-import { s3Endpoints } from '../../../sinks/s3/config.js'
+import { s3Endpoints, s3Settings } from '../../../sinks/s3/config.js'
 import {
   encodePointer,
   etagOf,
@@ -146,5 +146,17 @@ describe('s3Endpoints (what the SSRF guard checks)', () => {
     assert.deepEqual(s3Endpoints({ type: 's3', s3: { bucket: 'inv', endpoint: 'http://minio:9000', pathStyle: true } }), ['http://minio:9000'])
     assert.deepEqual(s3Endpoints({ type: 's3', s3: { bucket: 'inv', endpoint: 'https://s3.example.com' } }), ['https://s3.example.com', 'https://inv.s3.example.com/'])
     assert.deepEqual(s3Endpoints({ type: 's3', s3: { bucket: 'inv', region: 'eu-west-1', pathStyle: true } }), ['https://s3.eu-west-1.amazonaws.com'])
+  })
+})
+
+describe('s3Settings credentials', () => {
+  const settings = (credentials: Record<string, string>) =>
+    s3Settings({ id: 'team-a/objects', spec: { type: 's3', s3: { bucket: 'inv' } }, credentials, dataDir: '/x' }).credentials
+  test('a Secret\'s camelCase keys, the AWS names and local environment keys (lower-cased) all work', () => {
+    const want = { accessKeyId: 'AK', secretAccessKey: 'SK' }
+    assert.deepEqual(settings({ accessKeyId: 'AK', secretAccessKey: 'SK' }), want)
+    assert.deepEqual(settings({ AWS_ACCESS_KEY_ID: 'AK', AWS_SECRET_ACCESS_KEY: 'SK' }), want)
+    assert.deepEqual(settings({ accesskeyid: 'AK', secretaccesskey: 'SK' }), want)
+    assert.deepEqual(settings({ aws_access_key_id: 'AK', aws_secret_access_key: 'SK', aws_session_token: 'T' }), { ...want, sessionToken: 'T' })
   })
 })
