@@ -227,12 +227,12 @@ describe('s3 sink (real versitygw server)', () => {
     const s = sink({ layout: 'perResource' })
     const ref = inv('outage')
     const prefix = base(s, ref)
-    const n = 3000
+    const n = 2000
     const snap = snapshotOf(ref, makeItems(n))
     const mark = proxy.requests.length
     const first = s.write(snap).then(() => 'resolved' as const, (e: unknown) => e)
     const deadline = Date.now() + 30_000
-    while (proxy.puts(`${prefix}/items/`, mark).length < 300) {
+    while (proxy.puts(`${prefix}/items/`, mark).length < 200) {
       if (Date.now() > deadline) assert.fail('the export never started writing')
       await new Promise((r) => setTimeout(r, 5))
     }
