@@ -60,7 +60,7 @@ export function isRetriable(err: unknown): boolean {
 export function describeS3Error(err: unknown): string {
   if (err instanceof S3ServiceException) {
     const code = err.$metadata.httpStatusCode
-    const hint = code === 401 || code === 403 || CREDENTIAL_ERRORS.test(err.name) ? ': check the keys in the sink secret and their permissions on the bucket' : ''
+    const hint = code === 401 || code === 403 || CREDENTIAL_ERRORS.test(err.name) ? ' (check the keys in the sink secret and their permissions on the bucket)' : ''
     return `${err.name} (HTTP ${code ?? '?'})${err.message && err.message !== err.name && err.message !== 'UnknownError' ? `: ${err.message}` : ''}${hint}`
   }
   return err instanceof Error ? err.message || err.name : String(err)

@@ -294,7 +294,7 @@ describe('s3 sink (real versitygw server)', () => {
     assert.ok(keys.every((k) => k.startsWith(`${s.prefix}/lab-west/team-a/..%2Fx%2Fy%20z/`)), keys.join(', '))
   })
 
-  test('wrong credentials: a permanent error that names the cause, without the credentials', async () => {
+  test('wrong credentials: a permanent error that names the cause, without the credentials', async (t) => {
     const secretAccessKey = 'wrong-s3cr3t-value-0123456789'
     const accessKeyId = 'AKIAWRONGKEYID000000'
     for (const credentials of [{ accessKeyId, secretAccessKey }, { accessKeyId: s3.credentials.accessKeyId!, secretAccessKey }]) {
@@ -307,6 +307,7 @@ describe('s3 sink (real versitygw server)', () => {
         assert.match(err.message, /: (GET|LIST) .*\(HTTP 4\d\d\).*check the keys in the sink secret/, err.message)
         for (const secret of [secretAccessKey, accessKeyId]) assert.ok(!err.message.includes(secret), err.message)
         assert.ok(!JSON.stringify(err).includes(secretAccessKey))
+        t.diagnostic(err.message)
       }
     }
   })
