@@ -79,7 +79,7 @@ export interface KollectTargetSpec {
 }
 
 // ---- KollectSink ----
-export type SinkType = 'file' | 'git' | 'postgres' | 'nats'
+export type SinkType = 'file' | 'git' | 'postgres' | 'nats' | 's3'
 export type DeletionPolicy = 'Retain' | 'Delete'
 
 export interface GitSinkSettings {
@@ -109,6 +109,20 @@ export interface FileSinkSettings {
   format?: 'json' | 'yaml'
 }
 
+export interface S3SinkSettings {
+  bucket: string
+  /** S3 API endpoint (MinIO, Ceph, https://storage.googleapis.com); absent: AWS S3 of the region. */
+  endpoint?: string
+  region?: string
+  /** Path-style addressing (endpoint/bucket/key) instead of bucket.endpoint/key. */
+  pathStyle?: boolean
+  /** Key prefix template; placeholders {cluster} {namespace} {name}. */
+  prefix?: string
+  layout?: 'document' | 'perResource'
+  /** Snapshot documents kept per inventory; 0 keeps all (leave it to a bucket lifecycle rule). */
+  keepSnapshots?: number
+}
+
 export type DriftPolicy = 'Repair' | 'Report' | 'Off'
 
 export interface KollectSinkSpec {
@@ -121,6 +135,7 @@ export interface KollectSinkSpec {
   postgres?: PostgresSinkSettings
   nats?: NatsSinkSettings
   file?: FileSinkSettings
+  s3?: S3SinkSettings
 }
 
 // ---- KollectInventory ----

@@ -16,6 +16,7 @@ import { createBareRemote, git } from '../test/support/git.js'
 import { bumpReplicas, makeItems, TARGET } from '../test/support/items.js'
 import { startNats } from '../test/support/nats.js'
 import { startPostgres } from '../test/support/postgres.js'
+import { countingProxy, startS3 } from '../test/support/s3.js'
 import { buildSnapshot, compareItems, itemHash, itemsChecksum } from '../api/canonical.js'
 import { report, timeMsAsync } from './stats.js'
 
@@ -142,8 +143,81 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
   }
 }
 
+// The s3 sink on its own exporter against versitygw (through a counting proxy, so "objects
+// written" is what the server was asked to store): both layouts as two sinks of one inventory,
+// each timed by its own export event.
+export async function benchS3Exporter(count = 10_000): Promise<boolean> {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'kollect-bench-s3-'))
+  const s3 = await startS3()
+  const proxy = await countingProxy(s3)
+  try {
+    const s3Sink = (name: string, layout: 'document' | 'perResource'): ResolvedSink => ({
+      namespace: 'team-a',
+      name,
+      spec: { type: 's3', cluster: 'bench', secretRef: { name: 's3' }, s3: { bucket: s3.bucket, endpoint: proxy.endpoint, pathStyle: true, prefix: `${name}/{cluster}/{namespace}/{name}`, layout } },
+    })
+    const sinks = [s3Sink('doc', 'document'), s3Sink('items', 'perResource')]
+    const events: ExportEvent[] = []
+    const exporter = new Exporter({
+      cluster: 'bench',
+      createSink: createSinkFactory({ dataDir: path.join(root, 'data'), credentials: async () => s3.credentials, checkEndpoint: async () => null }),
+      observer: { onExport: (e) => { if (e.result === 'success') events.push(e) } },
+      backoff: { minMs: 50, maxMs: 1000, factor: 2 },
+    })
+    const composition: InventoryComposition = { inventory: INVENTORY, generation: 1, targets: [TARGET], sinks, debounceMs: 60_000, maxWaitMs: 120_000, suspend: false }
+    const report_ = (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) })
+    const exportNow = () => timeMsAsync(async () => {
+      exporter.flush()
+      await exporter.idle()
+    })
+    const perSink = (from: number) => Object.fromEntries(events.slice(from).map((e) => [e.sink.name, Math.round(e.durationMs)]))
+    const written = (from: number, dir: string) => proxy.puts(`doc/bench/team-a/bench/${dir}`, from).length + proxy.puts(`items/bench/team-a/bench/${dir}`, from).length
+
+    let items = makeItems(count)
+    await report_(items)
+    await exporter.applyInventory(composition)
+    let mark = proxy.requests.length
+    let from = events.length
+    const initialMs = await exportNow()
+    const initial = perSink(from)
+    const initialItems = written(mark, 'items/')
+    const initialDocs = written(mark, 'snapshots/')
+
+    items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
+    await report_(items)
+    mark = proxy.requests.length
+    from = events.length
+    const changeMs = await exportNow()
+    const change = perSink(from)
+    const changeItems = written(mark, 'items/')
+    const changeDocs = written(mark, 'snapshots/')
+    const changePointers = written(mark, 'latest.json')
+    await exporter.close()
+
+    const ratio = (name: string) => (change[name] ?? Infinity) / (initial[name] ?? 1)
+    return report(`exporter: ${count}-item inventory to s3 (versitygw), document and perResource layouts`, [
+      ['initial export (both sinks, parallel)', `${initialMs.toFixed(0)} ms  ${JSON.stringify(initial)}`],
+      ['  item objects written (perResource)', initialItems],
+      ['  snapshot documents written (document)', initialDocs],
+      ['1-item change export', `${changeMs.toFixed(0)} ms  ${JSON.stringify(change)}`],
+      ['  item objects written (perResource)', changeItems],
+      ['  snapshot documents written (document)', changeDocs],
+      ['  latest.json pointers written (both)', changePointers],
+      ['ratio incremental / initial: document', ratio('doc').toFixed(3)],
+      ['ratio incremental / initial: perResource', ratio('items').toFixed(3)],
+    ], [
+      ['one item object (perResource), one document, a pointer each', changeItems === 1 && changeDocs === 1 && changePointers === 2],
+      ['perResource ratio <= 0.1', ratio('items') <= 0.1],
+    ])
+  } finally {
+    await proxy.close()
+    await s3.destroy()
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const count = Number(process.env['BENCH_COUNT'] ?? 10_000)
-  const ok = [await benchExporter(count, 'document'), await benchExporter(count, 'perResource')].every(Boolean)
+  const ok = [await benchExporter(count, 'document'), await benchExporter(count, 'perResource'), await benchS3Exporter(count)].every(Boolean)
   process.exitCode = ok ? 0 : 1
 }

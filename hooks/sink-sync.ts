@@ -18,7 +18,7 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
   if (invalid.length > 0) return invalid
   const problems: string[] = []
   // CRD CEL rules, re-checked for clusters whose admission was bypassed.
-  for (const block of ['file', 'git', 'postgres', 'nats'] as const) {
+  for (const block of ['file', 'git', 'postgres', 'nats', 's3'] as const) {
     if (block !== spec.type && spec[block] !== undefined) problems.push(`spec.${block}: only the settings of type ${spec.type} may be set`)
   }
   if (spec.type === 'nats' && !spec.nats?.url) problems.push('spec.nats.url: a nats sink needs a url')
@@ -36,6 +36,25 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
     const refused = policy.checkEndpoint(url)
     if (refused) problems.push(`spec.${spec.type}.url: ${refused}`)
   }
+  problems.push(...s3Problems(spec, policy))
+  return problems
+}
+
+/** The s3 sink's own rules: the CRD's CEL rules again, and the SSRF guard on the endpoint. */
+function s3Problems(spec: KollectSinkSpec, policy: SinkPolicy): string[] {
+  if (spec.type !== 's3') return []
+  const problems: string[] = []
+  if (!spec.s3?.bucket) problems.push('spec.s3.bucket: an s3 sink needs a bucket')
+  if (!spec.secretRef) problems.push('spec.secretRef: an s3 sink reads its access keys from a Secret')
+  const prefix = spec.s3?.prefix
+  if (prefix !== undefined) {
+    for (const m of prefix.matchAll(PLACEHOLDER)) {
+      if (!PATH_PLACEHOLDERS.has(m[1] as string)) problems.push(`spec.s3.prefix: unknown placeholder {${m[1]}}`)
+    }
+    if (prefix.startsWith('/') || prefix.split('/').includes('..')) problems.push('spec.s3.prefix: must be relative and must not contain ".."')
+  }
+  const refused = spec.s3?.endpoint ? policy.checkEndpoint(spec.s3.endpoint) : null
+  if (refused) problems.push(`spec.s3.endpoint: ${refused}`)
   return problems
 }
 

@@ -7,6 +7,8 @@ import { createNatsSink } from './nats/index.js'
 import type { SinkOptions } from './options.js'
 import { dsnOf, postgresEndpoints } from './postgres/config.js'
 import { createPostgresSink } from './postgres/index.js'
+import { s3Endpoints } from './s3/config.js'
+import { createS3Sink } from './s3/index.js'
 import { SinkError, type Credentials, type Sink } from './sink.js'
 
 export interface SinkFactoryDeps {
@@ -22,6 +24,7 @@ const FACTORIES: Record<string, (opts: SinkOptions) => Sink> = {
   git: createGitSink,
   postgres: createPostgresSink,
   nats: createNatsSink,
+  s3: (opts) => createS3Sink(opts),
 }
 
 /** The embedded default: a local Git repository under the data directory. */
@@ -62,6 +65,8 @@ function endpointsOf(sink: ResolvedSink, credentials: Credentials): Endpoint[] {
       const dsn = dsnOf(credentials)
       return dsn === undefined ? [] : postgresEndpoints(dsn)
     }
+    case 's3':
+      return s3Endpoints(sink.spec).map((url) => ({ url, what: 'endpoint' }))
     default:
       return []
   }

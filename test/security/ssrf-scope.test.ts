@@ -209,6 +209,19 @@ describe('sink endpoints through the hooks server', () => {
     assert.deepEqual(ready(await send(strict.url, ROUTES.sinkSync, { body: sinkSync({ type: 'git', git: { url: 'https://github.com/org/repo.git' } }, 'git') })), ['True', 'Valid', 'configuration is valid'])
   })
 
+  test('S3 endpoints on the metadata service or loopback are InvalidConfig naming the host', async () => {
+    const cases: [string, string][] = [
+      ['http://169.254.169.254', 'spec.s3.endpoint: host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)'],
+      ['http://127.0.0.1:9000', 'spec.s3.endpoint: host 127.0.0.1 is a loopback address (private sinks are disabled)'],
+    ]
+    for (const [endpoint, message] of cases) {
+      const res = await send(strict.url, ROUTES.sinkSync, { body: sinkSync({ type: 's3', secretRef: { name: 's3-keys' }, s3: { bucket: 'inventory', endpoint, pathStyle: true } }, 'objects') })
+      assert.deepEqual(ready(res), ['False', 'InvalidConfig', message])
+    }
+    const body = sinkSync({ type: 's3', secretRef: { name: 's3-keys' }, s3: { bucket: 'inventory', endpoint: 'https://storage.googleapis.com' } }, 'objects')
+    assert.deepEqual(ready(await send(strict.url, ROUTES.sinkSync, { body })).slice(0, 2), ['True', 'Valid'])
+  })
+
   test('an IPv4-mapped loopback NATS URL is InvalidConfig too (known bug: Valid today)', async () => {
     const res = await send(strict.url, ROUTES.sinkSync, { body: sinkSync({ type: 'nats', nats: { url: 'nats://[::ffff:127.0.0.1]:4222' } }) })
     assert.equal(conditionOf(res, 'Ready')?.reason, 'InvalidConfig', res.text)

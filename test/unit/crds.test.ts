@@ -191,6 +191,9 @@ test('the defaults the design states are in the schemas', () => {
     ['KollectSink', 'spec.postgres.table', 'kollect_items'],
     ['KollectSink', 'spec.nats.stream', 'KOLLECT'],
     ['KollectSink', 'spec.nats.subject', 'kollect'],
+    ['KollectSink', 'spec.s3.layout', 'document'],
+    ['KollectSink', 'spec.s3.prefix', 'inventory/{cluster}/{namespace}/{name}'],
+    ['KollectSink', 'spec.s3.keepSnapshots', 0],
     ['KollectInventory', 'spec.debounce', '10s'],
     ['KollectInventory', 'spec.maxWait', '2m'],
   ]
@@ -260,9 +263,11 @@ test('invalid specs fail at the offending field', () => {
   assertInvalidAt(validateSpec('KollectInventory', { targetRefs: [{ name: 'a' }], debounce: '10 sec' }), 'spec.debounce')
   assertInvalidAt(validateSpec('KollectInventory', { maxWait: '2 minutes' }), 'spec.maxWait')
   assertInvalidAt(validateSpec('KollectScope', { minDebounce: '5' }), 'spec.minDebounce')
-  assertInvalidAt(validateSpec('KollectSink', { type: 's3' }), 'spec.type')
+  assertInvalidAt(validateSpec('KollectSink', { type: 'ftp' }), 'spec.type')
   assertInvalidAt(validateSpec('KollectSink', { type: 'git', deletionPolicy: 'Orphan' }), 'spec.deletionPolicy')
   assertInvalidAt(validateSpec('KollectSink', { type: 'nats', nats: {} }), 'spec.nats.url')
+  assertInvalidAt(validateSpec('KollectSink', { type: 's3', s3: {} }), 'spec.s3.bucket')
+  assertInvalidAt(validateSpec('KollectSink', { type: 's3', s3: { bucket: 'inv', keepSnapshots: -1 } }), 'spec.s3.keepSnapshots')
   assertInvalidAt(
     validateSpec('KollectTarget', { resource: { group: 'apps', version: 'v1' }, profileRef: { name: 'p' } }),
     'spec.resource.kind',

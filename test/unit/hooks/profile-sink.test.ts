@@ -92,6 +92,7 @@ describe('syncSink', () => {
     { reason: 'the example git sink (local repository, templated path) is valid', parent: loadExampleCr('sink-git.yaml'), want: VALID(1) },
     { reason: 'the example nats sink is valid when the policy allows its url', parent: loadExampleCr('sink-nats.yaml'), want: VALID(1) },
     { reason: 'the example postgres sink with its secretRef is valid', parent: loadExampleCr('sink-postgres.yaml'), want: VALID(1) },
+    { reason: 'the example s3 sink with its secretRef is valid when the policy allows its endpoint', parent: loadExampleCr('sink-s3.yaml'), want: VALID(1) },
     {
       reason: 'a file sink with a relative templated path is valid',
       parent: sinkCr({ type: 'file', cluster: 'lab-west', file: { path: 'snapshots/{cluster}/{namespace}-{name}.yaml', format: 'yaml' } }),
@@ -145,7 +146,22 @@ describe('syncSink', () => {
     {
       reason: 'a type the schema does not know is refused with the allowed values',
       parent: sinkCr({ type: 'ftp' as 'file' }),
-      want: INVALID('spec.type: must be one of "file", "git", "postgres", "nats"'),
+      want: INVALID('spec.type: must be one of "file", "git", "postgres", "nats", "s3"'),
+    },
+    {
+      reason: 'an s3 endpoint the policy refuses is reported with the policy reason',
+      parent: sinkCr({ type: 's3', secretRef: { name: 's3-keys' }, s3: { bucket: 'inventory', endpoint: 'http://169.254.169.254' } }),
+      want: INVALID('spec.s3.endpoint: host 169.254.169.254 is link-local or loopback'),
+    },
+    {
+      reason: 'an s3 sink without a secretRef is refused: it never borrows the exporter\'s own cloud identity',
+      parent: sinkCr({ type: 's3', s3: { bucket: 'inventory' } }),
+      want: INVALID('spec.secretRef: an s3 sink reads its access keys from a Secret'),
+    },
+    {
+      reason: 'an s3 prefix with an unknown placeholder or ".." is refused',
+      parent: sinkCr({ type: 's3', secretRef: { name: 's3-keys' }, s3: { bucket: 'inventory', prefix: '../{bogus}' } }),
+      want: INVALID('spec.s3.prefix: unknown placeholder {bogus}; spec.s3.prefix: must be relative and must not contain ".."'),
     },
   ]
   for (const c of cases) {

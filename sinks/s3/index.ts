@@ -1,0 +1,163 @@
+import type { ObjectRef, Snapshot } from '../../api/types.js'
+import { diffItems, type HeldItem } from '../diff.js'
+import { heldFromItems, parseSnapshotItems, renderSnapshot } from '../document.js'
+import { configError, during, sinkGuard } from '../errors.js'
+import type { SinkOptions } from '../options.js'
+import { resultOf } from '../result.js'
+import { SerialQueue } from '../serial.js'
+import { emptyResult, SinkError, type Sink, type WriteResult } from '../sink.js'
+import { s3Settings, type S3Settings } from './config.js'
+import {
+  encodePointer,
+  expiredSnapshots,
+  inventoryPrefix,
+  itemsDir,
+  parsePointer,
+  planFromDiff,
+  planFromListing,
+  pointerFor,
+  pointerKey,
+  snapshotKey,
+  snapshotsDir,
+  type Pointer,
+} from './encode.js'
+import { isRetriable, PointerMoved, S3Service, type PointerCondition } from './service.js'
+
+export { s3Settings } from './config.js'
+
+/** What one inventory's prefix holds, as of the pointer with ETag `etag`. */
+interface Held {
+  etag: string
+  pointer: Pointer | undefined
+  /** By item key; undefined until read (document) or listed (perResource). */
+  items?: Map<string, HeldItem>
+  /** perResource: the object key of every held item. */
+  keys?: Map<string, string>
+}
+
+/**
+ * The s3 sink: per inventory a `latest.json` pointer carrying the checksum, and either a snapshot
+ * document per export (keyed by time and checksum, so the prefix lists its history) or one object
+ * per item. The pointer is written last and only if it is still what this export read (If-Match,
+ * or If-None-Match: * when there is none): a second writer that moved it makes this export start
+ * over from what that writer left, so nothing is overwritten unread. The state is cached per
+ * inventory and checked with a conditional GET (304) before each export; any failure drops it.
+ */
+export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Date()): Sink {
+  const settings = s3Settings(opts)
+  const service = new S3Service(settings)
+  const cache = new Map<string, Held>()
+  const queue = new SerialQueue()
+  const guarded = sinkGuard(settings.label, settings.secrets, isRetriable)
+
+  const prefixOf = (inventory: ObjectRef, cluster: string): string => {
+    try {
+      return inventoryPrefix(settings.prefixTemplate, { cluster, namespace: inventory.namespace, name: inventory.name })
+    } catch (err) {
+      throw configError(settings.label, (err as Error).message)
+    }
+  }
+
+  return {
+    id: opts.id,
+    async write(snapshot) {
+      const prefix = prefixOf(snapshot.inventory, snapshot.cluster)
+      return queue.run(() => guarded('write', () => write(snapshot, prefix), () => cache.delete(prefix)), prefix)
+    },
+    async remove(inventory, cluster) {
+      const prefix = prefixOf(inventory, cluster)
+      return queue.run(() => guarded('remove', () => remove(prefix), () => cache.delete(prefix)), prefix)
+    },
+    healthcheck: () => guarded('healthcheck', () => service.ping()),
+    close: async () => {
+      await queue.drain()
+      service.close()
+    },
+  }
+
+  /** The pointer as the bucket holds it now; the cached state when its ETag still matches (304). */
+  async function current(prefix: string): Promise<Held | undefined> {
+    const cached = cache.get(prefix)
+    const read = await during('reading the latest pointer', () => service.readPointer(pointerKey(prefix), cached?.etag))
+    if (read.state === 'unchanged') return cached
+    cache.delete(prefix)
+    if (read.state === 'absent') return undefined
+    return { etag: read.etag, pointer: parsePointer(read.text) }
+  }
+
+  async function write(snapshot: Snapshot, prefix: string): Promise<WriteResult> {
+    // Kept across attempts: a retry after losing the pointer race reuses the document it wrote.
+    let documentKey: string | undefined
+    for (let attempt = 1; attempt <= settings.maxPointerAttempts; attempt++) {
+      const held = await current(prefix)
+      if (held?.pointer?.checksum === snapshot.checksum && held.pointer.layout === settings.layout) {
+        cache.set(prefix, held)
+        return emptyResult()
+      }
+      let next: Pick<Held, 'items' | 'keys'>
+      let result: WriteResult
+      if (settings.layout === 'document') {
+        const diff = diffItems(held?.items ?? (await documentItems(held)), snapshot.items)
+        documentKey ??= snapshotKey(prefix, clock(), snapshot.checksum)
+        const key = documentKey
+        await during('writing the snapshot document', () => service.putObject(key, renderSnapshot(snapshot)))
+        next = { items: diff.next }
+        result = resultOf(diff)
+      } else {
+        const plan = held?.items && held.keys
+          ? planFromDiff(prefix, snapshot, { items: held.items, keys: held.keys }, diffItems(held.items, snapshot.items))
+          : planFromListing(prefix, snapshot, await during('listing item objects', () => service.list(`${itemsDir(prefix)}/`)))
+        await during(`writing item objects (${plan.put.size})`, () => service.putObjects(plan.put))
+        await during(`deleting removed item objects (${plan.delete.length})`, () => service.deleteObjects(plan.delete))
+        next = plan.held
+        result = plan.result
+      }
+      const pointer = pointerFor(snapshot, settings.layout, held?.pointer, documentKey)
+      const condition: PointerCondition = held ? { ifMatch: held.etag } : { ifNoneMatch: '*' }
+      const etag = await during('writing the latest pointer', () =>
+        service.putPointer(pointerKey(prefix), encodePointer(pointer), condition).catch((err: unknown) => {
+          if (err instanceof PointerMoved) return undefined
+          throw err
+        }),
+      )
+      if (etag === undefined) {
+        // Another writer got there first: start over from what it left, never over it unread.
+        cache.delete(prefix)
+        continue
+      }
+      cache.set(prefix, { etag, pointer, ...next })
+      if (documentKey !== undefined) await expire(prefix, documentKey)
+      return result
+    }
+    throw new SinkError(
+      `s3 sink ${opts.id}: the latest pointer of ${prefix} was changed by another writer ${settings.maxPointerAttempts} times in a row`,
+      { retriable: true },
+    )
+  }
+
+  /** document layout, cold: the items of the document the pointer names, for the counts. */
+  async function documentItems(held: Held | undefined): Promise<Map<string, HeldItem>> {
+    const key = held?.pointer?.layout === 'document' ? held.pointer.snapshot : undefined
+    if (key === undefined) return new Map()
+    const text = await during('reading the current snapshot document', () => service.getText(key))
+    return heldFromItems((text === undefined ? undefined : parseSnapshotItems(text)) ?? [])
+  }
+
+  /** Retention: keepSnapshots documents stay, the one the pointer names always among them. */
+  async function expire(prefix: string, current: string): Promise<void> {
+    if (settings.keepSnapshots <= 0) return
+    const listed = await during('listing snapshot documents', () => service.list(snapshotsDir(prefix)))
+    const expired = expiredSnapshots([...listed.keys()], settings.keepSnapshots, current)
+    await during(`deleting expired snapshot documents (${expired.length})`, () => service.deleteObjects(expired))
+  }
+
+  /** deletionPolicy Delete: the pointer first, so no reader follows it to a deleted object; then the rest. */
+  async function remove(prefix: string): Promise<void> {
+    cache.delete(prefix)
+    await during('deleting the latest pointer', () => service.deleteObjects([pointerKey(prefix)]))
+    const listed = await during('listing the inventory\'s objects', () => service.list(`${prefix}/`))
+    await during(`deleting objects (${listed.size})`, () => service.deleteObjects([...listed.keys()]))
+  }
+}
+
+export type { S3Settings }
