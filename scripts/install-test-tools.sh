@@ -4,6 +4,7 @@
 #   scripts/install-helm.sh  helm, built from the Go module proxy (or $HELM)
 #   scripts/install-kube.sh  kube-apiserver and etcd, built from the Go module proxy
 #                            (or $KOLLECT_KUBE_APISERVER and $KOLLECT_ETCD)
+#   scripts/install-kafka.sh the Apache Kafka broker's jars, from Maven Central (or $KOLLECT_KAFKA_LIB)
 # Each step is idempotent and prints what it uses. Built tools are cached outside the clone
 # (${KOLLECT_TOOLS_DIR:-$HOME/.cache/kollect-tools}), keyed by version: a warm run builds nothing.
 set -euo pipefail
@@ -13,4 +14,5 @@ start=$SECONDS
 bash scripts/install-deps.sh
 bash scripts/install-helm.sh
 bash scripts/install-kube.sh
+bash scripts/install-kafka.sh
 echo "install-test-tools: ready in $((SECONDS - start)) s"
