@@ -77,7 +77,7 @@ export interface KollectTargetSpec {
 }
 
 // ---- KollectSink ----
-export type SinkType = 'file' | 'git' | 'postgres' | 'nats'
+export type SinkType = 'file' | 'git' | 'postgres' | 'nats' | 'kafka'
 export type DeletionPolicy = 'Retain' | 'Delete'
 
 export interface GitSinkSettings {
@@ -101,6 +101,22 @@ export interface NatsSinkSettings {
   subject?: string
 }
 
+export interface KafkaSinkSettings {
+  /** Bootstrap brokers, comma-separated host:port. */
+  brokers: string
+  topic?: string
+  /** Compacted topic holding what was last published; default `<topic>.kollect-state`. */
+  stateTopic?: string
+  /** Settings of topics the sink creates; existing topics are used as they are. */
+  partitions?: number
+  replicationFactor?: number
+  cleanupPolicy?: 'compact' | 'delete' | 'compact,delete'
+  /** SASL mechanism for the username/password of the secret; default PLAIN. */
+  saslMechanism?: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'
+  /** TLS to the brokers; ca.crt, tls.crt and tls.key from the secret when present. */
+  tls?: boolean
+}
+
 export interface FileSinkSettings {
   /** Path template relative to the data directory; placeholders {cluster} {namespace} {name}. */
   path?: string
@@ -119,6 +135,7 @@ export interface KollectSinkSpec {
   postgres?: PostgresSinkSettings
   nats?: NatsSinkSettings
   file?: FileSinkSettings
+  kafka?: KafkaSinkSettings
 }
 
 // ---- KollectInventory ----

@@ -3,6 +3,8 @@ import type { ResolvedSink } from '../api/types.js'
 import { escapePathSegment } from './escape.js'
 import { createFileSink } from './file/index.js'
 import { createGitSink } from './git/index.js'
+import { brokerUrls, parseBrokers } from './kafka/config.js'
+import { createKafkaSink } from './kafka/index.js'
 import { createNatsSink } from './nats/index.js'
 import type { SinkOptions } from './options.js'
 import { dsnOf, postgresEndpoints } from './postgres/config.js'
@@ -22,6 +24,7 @@ const FACTORIES: Record<string, (opts: SinkOptions) => Sink> = {
   git: createGitSink,
   postgres: createPostgresSink,
   nats: createNatsSink,
+  kafka: createKafkaSink,
 }
 
 /** The embedded default: a local Git repository under the data directory. */
@@ -61,6 +64,16 @@ function endpointsOf(sink: ResolvedSink, credentials: Credentials): Endpoint[] {
     case 'postgres': {
       const dsn = dsnOf(credentials)
       return dsn === undefined ? [] : postgresEndpoints(dsn)
+    }
+    case 'kafka': {
+      // An unparsable list fails in the sink's own config check, with the reason.
+      let urls: string[] = []
+      try {
+        urls = brokerUrls(parseBrokers({ kind: 'kafka', id: '' }, sink.spec.kafka?.brokers ?? ''))
+      } catch {
+        return []
+      }
+      return urls.map((url) => ({ url }))
     }
     default:
       return []
