@@ -15,6 +15,7 @@ import type { OutgoingRecord, StateRecord, Topics } from './encode.js'
 // Control batches (transaction commit/abort markers) carry this attribute bit.
 const IS_CONTROL = 1 << 5
 const FETCH_MAX_BYTES = 16 * 1024 * 1024
+const SEND_MAX_BYTES = 256 * 1024
 
 /**
  * Retriable: the network, timeouts, and the client's own protocol errors that Kafka marks as
@@ -29,7 +30,7 @@ export function isRetriable(err: unknown): boolean {
     if (!(e instanceof Error)) return false
     const flags = e as Error & { canRetry?: boolean; code?: string }
     if (flags.canRetry === true) return true
-    return /Timeout|NetworkError|ConnectionError|ProtocolError|MultipleErrors|fenced|coordinator|leader|CONCURRENT_TRANSACTIONS/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
+    return /Timeout|NetworkError|ConnectionError|ProtocolError|MultipleErrors|fenced|coordinator|leader|CONCURRENT_TRANSACTIONS|Unknown topic|not available/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
   })
 }
 
@@ -129,7 +130,7 @@ export class KafkaService {
     await create(s.topic, s.partitions, s.cleanupPolicy)
     // The state topic is read whole, in order: one partition, compacted to the latest record per key.
     await create(s.stateTopic, 1, 'compact')
-    const metadata = await admin.metadata({ topics: [s.topic, s.stateTopic], forceUpdate: true })
+    const metadata = await withLeaders(admin, [s.topic, s.stateTopic])
     const partitions = metadata.topics.get(s.topic)?.partitionsCount ?? 0
     if (partitions < 1) throw new Error(`topic ${s.topic} has no partitions yet`)
     const state = metadata.topics.get(s.stateTopic)?.partitionsCount ?? 0
@@ -146,15 +147,19 @@ export class KafkaService {
     const { producer } = await this.connected()
     const tx = await producer.beginTransaction()
     try {
-      await tx.send({
-        messages: records.map((r) => ({
-          topic: r.topic,
-          partition: r.partition,
-          key: r.key,
-          ...(r.value === null ? {} : { value: r.value }),
-          headers: r.headers,
-        })),
-      })
+      // Several sends in one transaction: one send becomes one record batch per partition, and a
+      // batch must stay below the broker's message.max.bytes (1 MiB by default).
+      for (const chunk of chunks(records, SEND_MAX_BYTES)) {
+        await tx.send({
+          messages: chunk.map((r) => ({
+            topic: r.topic,
+            partition: r.partition,
+            key: r.key,
+            ...(r.value === null ? {} : { value: r.value }),
+            headers: r.headers,
+          })),
+        })
+      }
       await tx.commit()
     } catch (err) {
       await tx.abort().catch(() => undefined)
@@ -239,6 +244,38 @@ export class KafkaService {
   async close(): Promise<void> {
     this.closed = true
     await this.reset()
+  }
+}
+
+/** Consecutive runs of records of at most about maxBytes each (one record alone may exceed it). */
+export function chunks<T extends OutgoingRecord>(records: readonly T[], maxBytes: number): T[][] {
+  const out: T[][] = []
+  let current: T[] = []
+  let size = 0
+  for (const r of records) {
+    const bytes = Buffer.byteLength(r.key) + (r.value === null ? 0 : Buffer.byteLength(r.value)) + 64 + Object.entries(r.headers).reduce((n, [k, v]) => n + k.length + v.length, 0)
+    if (current.length > 0 && size + bytes > maxBytes) {
+      out.push(current)
+      current = []
+      size = 0
+    }
+    current.push(r)
+    size += bytes
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/** Metadata once every partition of the topics has a leader: a topic just created takes a moment. */
+async function withLeaders(admin: Admin, topics: string[]): Promise<ClusterMetadata> {
+  for (let attempt = 0; ; attempt++) {
+    const metadata = await admin.metadata({ topics, forceUpdate: true })
+    const ready = topics.every((t) => {
+      const info = metadata.topics.get(t)
+      return info !== undefined && info.partitions.length > 0 && info.partitions.every((p) => p.leader >= 0)
+    })
+    if (ready || attempt >= 20) return metadata
+    await new Promise((resolve) => setTimeout(resolve, 250))
   }
 }
 
