@@ -141,7 +141,23 @@ describe('syncSink', () => {
     {
       reason: 'a type the schema does not know is refused with the allowed values',
       parent: sinkCr({ type: 'ftp' as 'file' }),
-      want: INVALID('spec.type: must be one of "file", "git", "postgres", "nats"'),
+      want: INVALID('spec.type: must be one of "file", "git", "postgres", "nats", "kafka"'),
+    },
+    { reason: 'the example kafka sink is valid when the policy allows its brokers', parent: loadExampleCr('sink-kafka.yaml'), want: VALID(1) },
+    {
+      reason: 'every kafka broker passes the SSRF guard',
+      parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com:9092, 169.254.169.254:9092' } }),
+      want: INVALID('spec.kafka.brokers: host 169.254.169.254 is link-local or loopback'),
+    },
+    {
+      reason: 'a kafka broker without a port is refused',
+      parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com' } }),
+      want: INVALID('spec.kafka.brokers: "kafka.example.com" must be host:port'),
+    },
+    {
+      reason: 'a kafka sink whose state topic is its events topic is refused',
+      parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com:9092', topic: 'inv', stateTopic: 'inv' } }),
+      want: INVALID('spec.kafka.stateTopic: must differ from the topic'),
     },
   ]
   for (const c of cases) {
