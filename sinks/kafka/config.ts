@@ -90,10 +90,13 @@ function saslFrom(label: SinkLabel, mechanism: string | undefined, credentials: 
 // Secret keys as a kubernetes.io/tls Secret names them, plus the CA.
 function tlsFrom(enabled: boolean | undefined, credentials: Readonly<Record<string, string>>): KafkaTls | undefined {
   if (!enabled) return undefined
+  // Locally, secrets come from environment variables, where "ca.crt" is spelled ca_crt.
+  const key = (name: string): string | undefined => credentials[name] || credentials[name.replace('.', '_')] || undefined
   const tls: KafkaTls = {}
-  if (credentials['ca.crt']) tls.ca = credentials['ca.crt']
-  if (credentials['tls.crt']) tls.cert = credentials['tls.crt']
-  if (credentials['tls.key']) tls.key = credentials['tls.key']
+  const [ca, cert, privateKey] = [key('ca.crt'), key('tls.crt'), key('tls.key')]
+  if (ca) tls.ca = ca
+  if (cert) tls.cert = cert
+  if (privateKey) tls.key = privateKey
   return tls
 }
 

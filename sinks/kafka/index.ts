@@ -7,7 +7,7 @@ import { SerialQueue } from '../serial.js'
 import { emptyResult, type Sink, type WriteResult } from '../sink.js'
 import { kafkaSettings } from './config.js'
 import { decodeStates, encodeExport, encodeRemoval, inventoryToken, type HeldState, type InventoryAddress } from './encode.js'
-import { isRetriable, KafkaService } from './service.js'
+import { explained, isRetriable, KafkaService } from './service.js'
 
 export { kafkaSettings } from './config.js'
 
@@ -37,9 +37,9 @@ export function createKafkaSink(opts: SinkOptions): Sink {
 
   return {
     id: opts.id,
-    write: (snapshot) => queue.run(() => guarded('write', () => write(snapshot), dropState)),
-    remove: (inventory: ObjectRef, cluster: string) => queue.run(() => guarded('remove', () => remove({ cluster, inventory }), dropState)),
-    healthcheck: () => guarded('healthcheck', () => service.ping()),
+    write: (snapshot) => queue.run(() => guarded('write', () => explained(() => write(snapshot)), dropState)),
+    remove: (inventory: ObjectRef, cluster: string) => queue.run(() => guarded('remove', () => explained(() => remove({ cluster, inventory })), dropState)),
+    healthcheck: () => guarded('healthcheck', () => explained(() => service.ping())),
     close: () => guarded('close', () => service.close()),
   }
 

@@ -40,6 +40,23 @@ export interface ReadRecord extends StateRecord {
   headers: Record<string, string>
 }
 
+/**
+ * The client reports "metadata failed 4 times" or "Cannot connect to any broker" with the reason
+ * inside: name it (an authentication failure first, then the innermost error) so the status says
+ * what is wrong. The original stays the cause, where isRetriable looks.
+ */
+export async function explained<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    const chain = errorChain(err).filter((e): e is Error => e instanceof Error)
+    const auth = chain.find((e) => /authentication failed/i.test(e.message))
+    const inner = auth ?? chain.filter((e) => !(e instanceof AggregateError)).at(-1)
+    if (!(err instanceof Error) || !inner || inner === err || err.message.includes(inner.message)) throw err
+    throw new Error(`${err.message}: ${inner.message}`, { cause: err })
+  }
+}
+
 interface Clients {
   producer: Producer<string, string, string, string>
   admin: Admin
@@ -50,6 +67,7 @@ interface Clients {
 /** Kafka I/O: the clients, the topics, one transaction per export, reading the state topic back. No encoding here. */
 export class KafkaService {
   private clients: Promise<Clients> | undefined
+  private probe: Admin | undefined
   private closed = false
 
   constructor(private readonly settings: KafkaSettings) {}
@@ -228,9 +246,21 @@ export class KafkaService {
     return out
   }
 
+  /**
+   * Reachability and credentials only: a metadata request on a client of its own. Not the
+   * transactional producer: registering the transactional id would fence an exporting instance.
+   */
   async ping(): Promise<void> {
-    const { admin, topics } = await this.connected()
-    await admin.metadata({ topics: [topics.topic], forceUpdate: true })
+    if (this.closed) throw new Error('sink is closed')
+    this.probe ??= new Admin(this.connection())
+    try {
+      await this.probe.metadata({ topics: [], forceUpdate: true })
+    } catch (err) {
+      const probe = this.probe
+      this.probe = undefined
+      await closeAll([probe])
+      throw err
+    }
   }
 
   /** Drop the clients; the next use connects again (a new producer fences and aborts an open transaction). */
@@ -243,7 +273,9 @@ export class KafkaService {
 
   async close(): Promise<void> {
     this.closed = true
-    await this.reset()
+    const probe = this.probe
+    this.probe = undefined
+    await Promise.all([this.reset(), probe && closeAll([probe])])
   }
 }
 

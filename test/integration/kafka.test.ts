@@ -214,8 +214,11 @@ describe('kafka sink (real Apache Kafka broker, KRaft)', () => {
     assert.ok(err instanceof SinkError, String(err))
     assert.equal(err.retriable, false, `wrong credentials are permanent: ${err.message}`)
     assert.match(err.message, /kafka sink platform\/wrong/)
+    assert.match(err.message, /authentication failed/i, 'the reason names the failure')
     assert.doesNotMatch(err.message, new RegExp(wrongPassword))
     assert.doesNotMatch(err.message, new RegExp(kafka.password))
+    // The healthcheck (the sink's Reachable condition) says the same.
+    await assert.rejects(bad.healthcheck(), (e: unknown) => e instanceof SinkError && /authentication failed/i.test(e.message) && !e.message.includes(wrongPassword))
   })
 
   test('topics are created with the settings; an invalid configuration is a permanent error', async () => {
