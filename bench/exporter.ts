@@ -177,7 +177,9 @@ export async function benchKafkaExporter(count = 10_000): Promise<boolean> {
     })
     const published = async () => {
       const { partitions } = await reader.topics()
-      return (await reader.readCommitted('bench', partitionFor({ cluster: 'bench', inventory: INVENTORY }, partitions))).length
+      const partition = partitionFor({ cluster: 'bench', inventory: INVENTORY }, partitions)
+      await reader.settled('bench', partition)
+      return (await reader.readCommitted('bench', partition)).length
     }
 
     let items = makeItems(count)

@@ -62,7 +62,9 @@ async function published(): Promise<string[]> {
   const reader = new KafkaService(kafkaSettings({ id: 'e2e/reader', spec: { type: 'kafka', kafka: { brokers: kafka.bootstrap, topic: TOPIC } }, credentials: {}, dataDir: root }))
   try {
     const { partitions } = await reader.topics()
-    const records = await reader.readCommitted(TOPIC, partitionFor({ cluster: 'e2e', inventory: { namespace: 'team-a', name: 'prod-inventory' } }, partitions))
+    const partition = partitionFor({ cluster: 'e2e', inventory: { namespace: 'team-a', name: 'prod-inventory' } }, partitions)
+    await reader.settled(TOPIC, partition)
+    const records = await reader.readCommitted(TOPIC, partition)
     return records.map((r) => r.headers[HEADER_EVENT] ?? '?')
   } finally {
     await reader.close()

@@ -247,6 +247,23 @@ export class KafkaService {
   }
 
   /**
+   * Wait until no transaction is open on the partition (its last stable offset reached the log
+   * end). A commit returns before the broker has written its markers to every partition, so a
+   * reader that must see a just-committed export waits for this first.
+   */
+  async settled(topic: string, partition: number, timeoutMs = 30_000): Promise<void> {
+    const { consumer } = await this.connected()
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const [stable, end] = await Promise.all([FetchIsolationLevels.READ_COMMITTED, FetchIsolationLevels.READ_UNCOMMITTED].map(async (isolationLevel) =>
+        (await consumer.listOffsets({ topics: [topic], isolationLevel })).get(topic)?.[partition] ?? 0n))
+      if (stable === end) return
+      if (Date.now() > deadline) throw new Error(`topic ${topic} partition ${partition}: a transaction is still open after ${timeoutMs} ms`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+
+  /**
    * Reachability and credentials only: a metadata request on a client of its own. Not the
    * transactional producer: registering the transactional id would fence an exporting instance.
    */

@@ -56,7 +56,9 @@ describe('kafka sink (real Apache Kafka broker, KRaft)', () => {
     const reader = new KafkaService(kafkaSettings({ id: 'test/reader', spec: spec(topic), credentials: {}, dataDir: '/nonexistent' }))
     try {
       const { partitions } = await reader.topics()
-      return await reader.readCommitted(topic, partitionFor({ cluster: CLUSTER, inventory: INVENTORY }, partitions))
+      const partition = partitionFor({ cluster: CLUSTER, inventory: INVENTORY }, partitions)
+      await reader.settled(topic, partition)
+      return await reader.readCommitted(topic, partition)
     } finally {
       await reader.close()
     }
