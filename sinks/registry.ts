@@ -44,7 +44,7 @@ export function createSinkFactory(deps: SinkFactoryDeps): (resolved: ResolvedSin
       if (refused) throw new SinkError(`sink ${id}: ${what ? `${what}: ` : ''}${refused}`, { retriable: false })
     }
     const dataDir = path.join(deps.dataDir, 'sinks', escapePathSegment(resolved.namespace), escapePathSegment(resolved.name))
-    return factory({ id, spec: resolved.spec, credentials, dataDir })
+    return factory({ id, spec: resolved.spec, credentials, dataDir, checkEndpoint: deps.checkEndpoint })
   }
 }
 

@@ -20,7 +20,7 @@ export { kafkaSettings } from './config.js'
  */
 export function createKafkaSink(opts: SinkOptions): Sink {
   const settings = kafkaSettings(opts)
-  const service = new KafkaService(settings)
+  const service = new KafkaService(settings, opts.checkEndpoint)
   let cache: Map<string, HeldState> | undefined
   // One transactional producer runs one transaction at a time: every export of the sink queues.
   const queue = new SerialQueue()

@@ -9,7 +9,7 @@ import {
   type RecordsBatch,
 } from '@platformatic/kafka'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
-import type { KafkaSettings } from './config.js'
+import { brokerUrls, type KafkaSettings } from './config.js'
 import type { OutgoingRecord, StateRecord, Topics } from './encode.js'
 
 // Control batches (transaction commit/abort markers) carry this attribute bit.
@@ -70,7 +70,10 @@ export class KafkaService {
   private probe: Admin | undefined
   private closed = false
 
-  constructor(private readonly settings: KafkaSettings) {}
+  constructor(
+    private readonly settings: KafkaSettings,
+    private readonly checkEndpoint: (url: string) => Promise<string | null> = async () => null,
+  ) {}
 
   private connection(): ConnectionOptions & { bootstrapBrokers: string[]; clientId: string; retries: number; timeout: number } {
     const s = this.settings
@@ -114,6 +117,7 @@ export class KafkaService {
       serializers: stringSerializers,
     })
     try {
+      await this.checkAdvertised(admin)
       const topics = await this.ensureTopics(admin)
       // Register the transactional id before anything reads the state topic: this aborts what a
       // predecessor left open, or waits for a commit it had started, so the read sees its outcome.
@@ -125,6 +129,19 @@ export class KafkaService {
     } catch (err) {
       await closeAll([producer, admin, consumer])
       throw err
+    }
+  }
+
+  /**
+   * The client goes on to connect to the brokers the cluster advertises, not to the bootstrap
+   * list the registry checked: they pass the same SSRF guard before any other request.
+   */
+  private async checkAdvertised(admin: Admin): Promise<void> {
+    const metadata = await admin.metadata({ topics: [], forceUpdate: true })
+    for (const broker of metadata.brokers.values()) {
+      const [url] = brokerUrls([broker])
+      const refused = url === undefined ? null : await this.checkEndpoint(url)
+      if (refused) throw configError(this.settings.label, `broker ${broker.host}:${broker.port} advertised by the cluster: ${refused}`)
     }
   }
 

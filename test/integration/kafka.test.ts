@@ -223,6 +223,19 @@ describe('kafka sink (real Apache Kafka broker, KRaft)', () => {
     await assert.rejects(bad.healthcheck(), (e: unknown) => e instanceof SinkError && /authentication failed/i.test(e.message) && !e.message.includes(wrongPassword))
   })
 
+  test('the brokers the cluster advertises pass the SSRF guard: a refused one is a permanent error naming it', async () => {
+    const topic = `kt${++topicCounter}`
+    const port = kafka.bootstrap.split(':')[1] as string
+    const s = createKafkaSink({
+      id: 'platform/guarded', spec: spec(topic), credentials: {}, dataDir: '/nonexistent',
+      checkEndpoint: async (url) => (url === `kafka://127.0.0.1:${port}/` ? 'host 127.0.0.1 is loopback (private sinks are disabled)' : null),
+    })
+    closers.push(s)
+    const err = await s.write(snapshotOf(INVENTORY, makeItems(1), CLUSTER)).then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof SinkError && !err.retriable, String(err))
+    assert.match(err.message, new RegExp(`broker 127\\.0\\.0\\.1:${port} advertised by the cluster: host 127\\.0\\.0\\.1 is loopback`))
+  })
+
   test('topics are created with the settings; an invalid configuration is a permanent error', async () => {
     const topic = `kt${++topicCounter}`
     const s = sink(topic, { spec: spec(topic, { partitions: 2, cleanupPolicy: 'delete' }) })
