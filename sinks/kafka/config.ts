@@ -41,6 +41,11 @@ export interface KafkaSettings {
   secrets: Secrets
   connectTimeoutMillis: number
   requestTimeoutMillis: number
+  /**
+   * How long the broker lets one export's transaction stay open before it aborts it: room for a
+   * large first export; at most the broker's transaction.max.timeout.ms (15 min by default).
+   */
+  transactionTimeoutMillis: number
   /** Client-level retries of one request (metadata refresh, a leader moving) before the export fails and backs off. */
   retries: number
 }
@@ -125,6 +130,7 @@ export function kafkaSettings(opts: SinkOptions): KafkaSettings {
     secrets: secretsFromCredentials(opts.credentials),
     connectTimeoutMillis: 5000,
     requestTimeoutMillis: 10_000,
+    transactionTimeoutMillis: 120_000,
     retries: 3,
   }
 }

@@ -110,6 +110,8 @@ export class KafkaService {
     // with the same transactional id aborts whatever its predecessor left open.
     const producer = new Producer<string, string, string, string>({
       ...base,
+      // This client sends its operation timeout as the transaction timeout of InitProducerId.
+      timeout: this.settings.transactionTimeoutMillis,
       idempotent: true,
       acks: -1,
       transactionalId: this.settings.transactionalId,
