@@ -8,7 +8,7 @@ import {
   decodeStates, EMPTY_CHECKSUM, encodeExport, encodeRemoval, HEADER_EVENT, inventoryKey, inventoryToken, itemEventKey, partitionFor,
   stateItemKey, stateSnapshotKey, type HeldState, type InventoryAddress, type StateRecord, type Topics,
 } from '../../../sinks/kafka/encode.js'
-import { chunks } from '../../../sinks/kafka/service.js'
+import { chunks, explained, isRetriable } from '../../../sinks/kafka/service.js'
 import type { ItemEvent, SnapshotMarker } from '../../../sinks/nats/encode.js'
 import { SinkError } from '../../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../../support/items.js'
@@ -150,5 +150,30 @@ describe('kafkaSettings', () => {
     assert.deepEqual(s.sasl, { mechanism: 'SCRAM-SHA-512', username: 'svc', password: 'pw-123' })
     assert.deepEqual(s.tls, { ca: 'CA' })
     assert.ok(s.secrets.values.includes('pw-123'))
+  })
+})
+
+describe('isRetriable and explained', () => {
+  // Shaped as @platformatic/kafka reports them: a code, a canRetry flag, AggregateErrors around the cause.
+  const clientError = (message: string, code: string, canRetry: boolean) => Object.assign(new Error(message), { code, canRetry })
+  const wrapped = (inner: Error) => Object.assign(new AggregateError([inner], 'metadata failed 4 times.'), { code: 'PLT_KFK_MULTIPLE' })
+  const cases: { reason: string; err: unknown; retriable: boolean }[] = [
+    { reason: 'a broker that went away', err: wrapped(clientError('Connection to 127.0.0.1:9092 failed.', 'PLT_KFK_NETWORK', true)), retriable: true },
+    { reason: 'a refused connection', err: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), retriable: true },
+    { reason: 'wrong credentials', err: wrapped(clientError('SASL authentication failed.', 'PLT_KFK_AUTHENTICATION', false)), retriable: false },
+    { reason: 'a record above the broker\'s message size', err: clientError('The request included a message larger than the max message size the server will accept.', 'PLT_KFK_PROTOCOL', false), retriable: false },
+    { reason: 'a coordinator still loading', err: clientError('The coordinator is loading and hence can\'t process requests.', 'PLT_KFK_PROTOCOL', true), retriable: true },
+  ]
+  for (const c of cases) test(c.reason, () => assert.equal(isRetriable(c.err), c.retriable))
+
+  test('the inner reason is named, an authentication failure first, and the original stays the cause', async () => {
+    const auth = clientError('SASL authentication failed.', 'PLT_KFK_AUTHENTICATION', false)
+    const outer = wrapped(wrapped(auth))
+    const err = await explained(() => Promise.reject(outer)).then(() => undefined, (e: unknown) => e as Error)
+    assert.equal(err?.message, 'metadata failed 4 times.: SASL authentication failed.')
+    assert.equal(err?.cause, outer)
+    assert.equal(isRetriable(err), false)
+    const plain = new Error('nothing inside')
+    assert.equal(await explained(() => Promise.reject(plain)).catch((e: unknown) => e), plain)
   })
 })
