@@ -241,7 +241,7 @@ export class KafkaService {
       // The client drops aborted batches only when their abort marker is in the same response;
       // stop before an aborted transaction whose marker has not arrived, and fetch again from there.
       const batches = fetched.records ?? []
-      const open = unresolvedAborts(fetched.abortedTransactions, batches)
+      const open = unresolvedAborts(fetched.abortedTransactions ?? [], batches)
       let next = offset
       for (const batch of batches) {
         if (open.some((a) => a.producerId === batch.producerId && batch.firstOffset >= a.firstOffset)) break
