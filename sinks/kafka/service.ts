@@ -30,7 +30,7 @@ export function isRetriable(err: unknown): boolean {
     if (!(e instanceof Error)) return false
     const flags = e as Error & { canRetry?: boolean; code?: string }
     if (flags.canRetry === true) return true
-    return /Timeout|NetworkError|ConnectionError|ProtocolError|MultipleErrors|fenced|coordinator|leader|CONCURRENT_TRANSACTIONS|Unknown topic|not available/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
+    return /Timeout|NetworkError|ConnectionError|fenced|coordinator|leader|CONCURRENT_TRANSACTIONS|Unknown topic|not available/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
   })
 }
 
