@@ -223,6 +223,17 @@ describe('kafka sink (real Apache Kafka broker, KRaft)', () => {
     await assert.rejects(bad.healthcheck(), (e: unknown) => e instanceof SinkError && /authentication failed/i.test(e.message) && !e.message.includes(wrongPassword))
   })
 
+  test('TLS with the CA from the secret; without it the broker\'s certificate is refused', async () => {
+    const topic = `kt${++topicCounter}`
+    const ok = sink(topic, { spec: spec(topic, { brokers: kafka.tlsBootstrap, tls: true }), credentials: { 'ca.crt': kafka.ca }, id: 'platform/tls' })
+    assert.deepEqual(await ok.write(snapshotOf(INVENTORY, makeItems(2), CLUSTER)), { added: 2, changed: 0, removed: 0 })
+    assert.deepEqual(eventsOf(await published(topic)), ['added', 'added', 'snapshot'])
+    const untrusted = sink(topic, { spec: spec(topic, { brokers: kafka.tlsBootstrap, tls: true }), credentials: {}, id: 'platform/untrusted' })
+    const err = await untrusted.healthcheck().then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof SinkError, String(err))
+    assert.match(err.message, /certificate/i)
+  })
+
   test('the brokers the cluster advertises pass the SSRF guard: a refused one is a permanent error naming it', async () => {
     const topic = `kt${++topicCounter}`
     const port = kafka.bootstrap.split(':')[1] as string

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Admin } from '@platformatic/kafka'
@@ -11,6 +11,10 @@ export interface KafkaBroker {
   readonly bootstrap: string
   /** 127.0.0.1:port of the SASL_PLAINTEXT listener (PLAIN and SCRAM-SHA-256). */
   readonly saslBootstrap: string
+  /** 127.0.0.1:port of the SSL listener (server certificate for IP 127.0.0.1, signed by `ca`). */
+  readonly tlsBootstrap: string
+  /** PEM of the CA that signed the broker's certificate. */
+  readonly ca: string
   /** The user both SASL mechanisms accept, and its password. */
   readonly user: string
   readonly password: string
@@ -47,6 +51,20 @@ async function answers(bootstrap: string): Promise<boolean> {
   }
 }
 
+/** A throwaway CA and a server certificate for 127.0.0.1, as the PEM keystore Kafka reads (PKCS#8 key, then the certificate). */
+async function makeKeystore(root: string): Promise<{ file: string; ca: string }> {
+  const at = (name: string): string => path.join(root, name)
+  const openssl = (args: string[]): Promise<void> => run('openssl', args, `openssl ${args[0]}`)
+  await openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', at('ca.key'), '-out', at('ca.crt'), '-subj', '/CN=kollect-test-ca', '-days', '2'])
+  await openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', at('server.key'), '-out', at('server.csr'), '-subj', '/CN=127.0.0.1'])
+  writeFileSync(at('san.ext'), 'subjectAltName=IP:127.0.0.1\n')
+  await openssl(['x509', '-req', '-in', at('server.csr'), '-CA', at('ca.crt'), '-CAkey', at('ca.key'), '-CAcreateserial', '-out', at('server.crt'), '-days', '2', '-extfile', at('san.ext')])
+  await openssl(['pkcs8', '-topk8', '-nocrypt', '-in', at('server.key'), '-out', at('server.pk8')])
+  const file = at('keystore.pem')
+  writeFileSync(file, readFileSync(at('server.pk8'), 'utf8') + readFileSync(at('server.crt'), 'utf8'))
+  return { file, ca: readFileSync(at('ca.crt'), 'utf8') }
+}
+
 /**
  * One Apache Kafka node in KRaft mode (broker and controller in one process, no ZooKeeper), from
  * the Maven Central jars of test/kafka/pom.xml, on loopback ports.
@@ -56,7 +74,8 @@ export async function startKafka(): Promise<KafkaBroker> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'kollect-kafka-'))
   const logDir = path.join(root, 'data')
   const logFile = path.join(root, 'kafka.log')
-  const [port, saslPort, controllerPort] = [await freePort(), await freePort(), await freePort()]
+  const [port, saslPort, tlsPort, controllerPort] = [await freePort(), await freePort(), await freePort(), await freePort()]
+  const keystore = await makeKeystore(root)
   const user = 'kollect'
   const password = 'kafka-test-secret-9f3b'
   const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required user_${user}="${password}";`
@@ -67,11 +86,13 @@ export async function startKafka(): Promise<KafkaBroker> {
       'process.roles=broker,controller',
       'node.id=1',
       `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${port},SASL_PLAINTEXT://127.0.0.1:${saslPort},CONTROLLER://127.0.0.1:${controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${port},SASL_PLAINTEXT://127.0.0.1:${saslPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${port},SASL_PLAINTEXT://127.0.0.1:${saslPort},SSL://127.0.0.1:${tlsPort},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${port},SASL_PLAINTEXT://127.0.0.1:${saslPort},SSL://127.0.0.1:${tlsPort}`,
       'controller.listener.names=CONTROLLER',
       'inter.broker.listener.name=PLAINTEXT',
-      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT',
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT',
+      'listener.name.ssl.ssl.keystore.type=PEM',
+      `listener.name.ssl.ssl.keystore.location=${keystore.file}`,
       'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256',
       `listener.name.sasl_plaintext.plain.sasl.jaas.config=${jaas}`,
       'listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
@@ -120,6 +141,8 @@ export async function startKafka(): Promise<KafkaBroker> {
   return {
     bootstrap,
     saslBootstrap: `127.0.0.1:${saslPort}`,
+    tlsBootstrap: `127.0.0.1:${tlsPort}`,
+    ca: keystore.ca,
     user,
     password,
     start,
