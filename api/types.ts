@@ -79,7 +79,7 @@ export interface KollectTargetSpec {
 }
 
 // ---- KollectSink ----
-export type SinkType = 'file' | 'git' | 'postgres' | 'nats' | 's3'
+export type SinkType = 'file' | 'git' | 'postgres' | 'nats' | 's3' | 'kafka'
 export type DeletionPolicy = 'Retain' | 'Delete'
 
 export interface GitSinkSettings {
@@ -101,6 +101,22 @@ export interface NatsSinkSettings {
   url: string
   stream?: string
   subject?: string
+}
+
+export interface KafkaSinkSettings {
+  /** Bootstrap brokers, comma-separated host:port. */
+  brokers: string
+  topic?: string
+  /** Compacted topic holding what was last published; default `<topic>.kollect-state`. */
+  stateTopic?: string
+  /** Settings of topics the sink creates; existing topics are used as they are. */
+  partitions?: number
+  replicationFactor?: number
+  cleanupPolicy?: 'compact' | 'delete' | 'compact,delete'
+  /** SASL mechanism for the username/password of the secret; default PLAIN. */
+  saslMechanism?: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'
+  /** TLS to the brokers; ca.crt, tls.crt and tls.key from the secret when present. */
+  tls?: boolean
 }
 
 export interface FileSinkSettings {
@@ -136,6 +152,7 @@ export interface KollectSinkSpec {
   nats?: NatsSinkSettings
   file?: FileSinkSettings
   s3?: S3SinkSettings
+  kafka?: KafkaSinkSettings
 }
 
 // ---- KollectInventory ----

@@ -1,6 +1,6 @@
 // npm run bench: every benchmark in turn. Each prints its figures as ratios against a baseline
 // measured in the same run and says whether its target was met; the exit code says if all were.
-import { benchExporter, benchS3Exporter } from './exporter.js'
+import { benchExporter, benchKafkaExporter, benchS3Exporter } from './exporter.js'
 import { benchHookSync } from './hook-sync.js'
 import { benchItemBudget } from './item-budget.js'
 import { benchLoad } from './load.js'
@@ -11,6 +11,7 @@ results.push(await benchHookSync())
 results.push(await benchExporter(10_000, 'document'))
 results.push(await benchExporter(10_000, 'perResource'))
 results.push(await benchS3Exporter(10_000))
+results.push(await benchKafkaExporter(10_000))
 results.push(await benchItemBudget())
 results.push(await benchLoad())
 results.push(await benchTenants())

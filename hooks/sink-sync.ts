@@ -18,10 +18,11 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
   if (invalid.length > 0) return invalid
   const problems: string[] = []
   // CRD CEL rules, re-checked for clusters whose admission was bypassed.
-  for (const block of ['file', 'git', 'postgres', 'nats', 's3'] as const) {
+  for (const block of ['file', 'git', 'postgres', 'nats', 's3', 'kafka'] as const) {
     if (block !== spec.type && spec[block] !== undefined) problems.push(`spec.${block}: only the settings of type ${spec.type} may be set`)
   }
   if (spec.type === 'nats' && !spec.nats?.url) problems.push('spec.nats.url: a nats sink needs a url')
+  if (spec.type === 'kafka') problems.push(...kafkaProblems(spec, policy))
   const template = spec.type === 'git' ? spec.git?.path : spec.type === 'file' ? spec.file?.path : undefined
   if (template !== undefined) {
     for (const m of template.matchAll(PLACEHOLDER)) {
@@ -55,6 +56,27 @@ function s3Problems(spec: KollectSinkSpec, policy: SinkPolicy): string[] {
   }
   const refused = spec.s3?.endpoint ? policy.checkEndpoint(spec.s3.endpoint) : null
   if (refused) problems.push(`spec.s3.endpoint: ${refused}`)
+  return problems
+}
+
+const KAFKA_BROKER = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/
+
+/** Each bootstrap broker must be host:port, and pass the SSRF guard. */
+function kafkaProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[] {
+  const brokers = (spec.kafka?.brokers ?? '').split(',').map((b) => b.trim()).filter((b) => b !== '')
+  if (brokers.length === 0) return ['spec.kafka.brokers: a kafka sink needs at least one broker']
+  const problems: string[] = []
+  for (const broker of brokers) {
+    if (!KAFKA_BROKER.test(broker)) {
+      problems.push(`spec.kafka.brokers: "${broker}" must be host:port`)
+      continue
+    }
+    const refused = policy.checkEndpoint(`kafka://${broker}/`)
+    if (refused) problems.push(`spec.kafka.brokers: ${refused}`)
+  }
+  if (spec.kafka?.stateTopic !== undefined && spec.kafka.stateTopic === (spec.kafka.topic ?? 'kollect')) {
+    problems.push('spec.kafka.stateTopic: must differ from the topic')
+  }
   return problems
 }
 

@@ -10,6 +10,11 @@ need=()
 command -v git >/dev/null || need+=(git)
 command -v nats-server >/dev/null || need+=(nats-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# The Kafka broker of the Kafka sink tests: Maven fetches its jars (scripts/install-kafka.sh), Java
+# runs it, openssl makes its TLS listener's certificate.
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || need+=(maven)
+command -v openssl >/dev/null || need+=(openssl)
 if [ -z "${HELM:-}" ] || [ -z "${KOLLECT_KUBE_APISERVER:-}" ] || [ -z "${KOLLECT_ETCD:-}" ]; then
   command -v go >/dev/null || need+=(golang-go)
 fi

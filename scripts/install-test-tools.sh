@@ -5,6 +5,7 @@
 #   scripts/install-kube.sh  kube-apiserver and etcd, built from the Go module proxy
 #                            (or $KOLLECT_KUBE_APISERVER and $KOLLECT_ETCD)
 #   scripts/install-versitygw.sh  versitygw, the S3 server of the s3 sink tests, from the Go module proxy (or $VERSITYGW)
+#   scripts/install-kafka.sh      the Apache Kafka broker's jars, from Maven Central (or $KOLLECT_KAFKA_LIB)
 # Each step is idempotent and prints what it uses. Built tools are cached outside the clone
 # (${KOLLECT_TOOLS_DIR:-$HOME/.cache/kollect-tools}), keyed by version: a warm run builds nothing.
 set -euo pipefail
@@ -15,4 +16,5 @@ bash scripts/install-deps.sh
 bash scripts/install-helm.sh
 bash scripts/install-kube.sh
 bash scripts/install-versitygw.sh
+bash scripts/install-kafka.sh
 echo "install-test-tools: ready in $((SECONDS - start)) s"

@@ -9,4 +9,6 @@ export interface SinkOptions {
   credentials: Credentials
   /** Local state directory (file and git sinks). */
   dataDir: string
+  /** The SSRF guard, for endpoints a sink learns only once connected (the brokers a Kafka cluster advertises). */
+  checkEndpoint?: (url: string) => Promise<string | null>
 }

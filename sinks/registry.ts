@@ -3,6 +3,8 @@ import type { ResolvedSink } from '../api/types.js'
 import { escapePathSegment } from './escape.js'
 import { createFileSink } from './file/index.js'
 import { createGitSink } from './git/index.js'
+import { brokerUrls, parseBrokers } from './kafka/config.js'
+import { createKafkaSink } from './kafka/index.js'
 import { createNatsSink } from './nats/index.js'
 import type { SinkOptions } from './options.js'
 import { dsnOf, postgresEndpoints } from './postgres/config.js'
@@ -24,7 +26,8 @@ const FACTORIES: Record<string, (opts: SinkOptions) => Sink> = {
   git: createGitSink,
   postgres: createPostgresSink,
   nats: createNatsSink,
-  s3: (opts) => createS3Sink(opts),
+  s3: createS3Sink,
+  kafka: createKafkaSink,
 }
 
 /** The embedded default: a local Git repository under the data directory. */
@@ -44,7 +47,7 @@ export function createSinkFactory(deps: SinkFactoryDeps): (resolved: ResolvedSin
       if (refused) throw new SinkError(`sink ${id}: ${what ? `${what}: ` : ''}${refused}`, { retriable: false })
     }
     const dataDir = path.join(deps.dataDir, 'sinks', escapePathSegment(resolved.namespace), escapePathSegment(resolved.name))
-    return factory({ id, spec: resolved.spec, credentials, dataDir })
+    return factory({ id, spec: resolved.spec, credentials, dataDir, checkEndpoint: deps.checkEndpoint })
   }
 }
 
@@ -67,6 +70,16 @@ function endpointsOf(sink: ResolvedSink, credentials: Credentials): Endpoint[] {
     }
     case 's3':
       return s3Endpoints(sink.spec).map((url) => ({ url, what: 'endpoint' }))
+    case 'kafka': {
+      // An unparsable list fails in the sink's own config check, with the reason.
+      let urls: string[] = []
+      try {
+        urls = brokerUrls(parseBrokers({ kind: 'kafka', id: '' }, sink.spec.kafka?.brokers ?? ''))
+      } catch {
+        return []
+      }
+      return urls.map((url) => ({ url }))
+    }
     default:
       return []
   }

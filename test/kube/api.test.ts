@@ -230,14 +230,14 @@ spec:
   },
   {
     name: 'an enum (a sink type that does not exist)',
-    file: 'sink-s3.yaml',
+    file: 'sink-ftp.yaml',
     text: `apiVersion: kollect.dev/v1alpha1
 kind: KollectSink
-${meta('s3')}
+${meta('ftp')}
 spec:
-  type: s3
+  type: ftp
 `,
-    fields: [{ field: 'spec.type', words: '"file", "git", "postgres", "nats"' }],
+    fields: [{ field: 'spec.type', words: '"file", "git", "postgres", "nats", "s3", "kafka"' }],
   },
   {
     name: 'a pattern (an attribute name that is not an identifier)',

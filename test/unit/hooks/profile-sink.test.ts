@@ -146,7 +146,7 @@ describe('syncSink', () => {
     {
       reason: 'a type the schema does not know is refused with the allowed values',
       parent: sinkCr({ type: 'ftp' as 'file' }),
-      want: INVALID('spec.type: must be one of "file", "git", "postgres", "nats", "s3"'),
+      want: INVALID('spec.type: must be one of "file", "git", "postgres", "nats", "s3", "kafka"'),
     },
     {
       reason: 'an s3 endpoint the policy refuses is reported with the policy reason',
@@ -162,6 +162,22 @@ describe('syncSink', () => {
       reason: 'an s3 prefix with an unknown placeholder or ".." is refused',
       parent: sinkCr({ type: 's3', secretRef: { name: 's3-keys' }, s3: { bucket: 'inventory', prefix: '../{bogus}' } }),
       want: INVALID('spec.s3.prefix: unknown placeholder {bogus}; spec.s3.prefix: must be relative and must not contain ".."'),
+    },
+    { reason: 'the example kafka sink is valid when the policy allows its brokers', parent: loadExampleCr('sink-kafka.yaml'), want: VALID(1) },
+    {
+      reason: 'every kafka broker passes the SSRF guard',
+      parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com:9092, 169.254.169.254:9092' } }),
+      want: INVALID('spec.kafka.brokers: host 169.254.169.254 is link-local or loopback'),
+    },
+    {
+      reason: 'a kafka broker without a port is refused',
+      parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com' } }),
+      want: INVALID('spec.kafka.brokers: "kafka.example.com" must be host:port'),
+    },
+    {
+      reason: 'a kafka sink whose state topic is its events topic is refused',
+      parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com:9092', topic: 'inv', stateTopic: 'inv' } }),
+      want: INVALID('spec.kafka.stateTopic: must differ from the topic'),
     },
   ]
   for (const c of cases) {

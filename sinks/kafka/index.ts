@@ -1,0 +1,67 @@
+import type { ObjectRef, Snapshot } from '../../api/types.js'
+import { diffItems } from '../diff.js'
+import { during, sinkGuard } from '../errors.js'
+import type { SinkOptions } from '../options.js'
+import { resultOf } from '../result.js'
+import { SerialQueue } from '../serial.js'
+import { emptyResult, type Sink, type WriteResult } from '../sink.js'
+import { kafkaSettings } from './config.js'
+import { decodeStates, encodeExport, encodeRemoval, inventoryToken, type HeldState, type InventoryAddress } from './encode.js'
+import { explained, isRetriable, KafkaService } from './service.js'
+
+export { kafkaSettings } from './config.js'
+
+/**
+ * The Kafka sink: one event per added, changed or removed item, keyed by the item's identity,
+ * then a snapshot marker. What was last published lives in a compacted state topic, written in
+ * the same transaction as the events: an export is committed whole or not at all, so a restarted
+ * exporter reads the state topic back and publishes exactly what consumers have not seen. The
+ * state is cached and dropped, with the clients, on any failure.
+ */
+export function createKafkaSink(opts: SinkOptions): Sink {
+  const settings = kafkaSettings(opts)
+  const service = new KafkaService(settings, opts.checkEndpoint)
+  let cache: Map<string, HeldState> | undefined
+  // One transactional producer runs one transaction at a time: every export of the sink queues.
+  const queue = new SerialQueue()
+  const guarded = sinkGuard(settings.label, settings.secrets, isRetriable)
+  const dropState = (): void => {
+    cache = undefined
+    void service.reset()
+  }
+
+  async function held(token: string): Promise<HeldState> {
+    cache ??= decodeStates(await during('reading the published state', () => service.readState()))
+    return cache.get(token) ?? { items: new Map() }
+  }
+
+  return {
+    id: opts.id,
+    write: (snapshot) => queue.run(() => guarded('write', () => explained(() => write(snapshot)), dropState)),
+    remove: (inventory: ObjectRef, cluster: string) => queue.run(() => guarded('remove', () => explained(() => remove({ cluster, inventory })), dropState)),
+    healthcheck: () => guarded('healthcheck', () => explained(() => service.ping())),
+    close: () => guarded('close', () => service.close()),
+  }
+
+  async function write(snapshot: Snapshot): Promise<WriteResult> {
+    const token = inventoryToken(settings.topic, snapshot)
+    const state = await held(token)
+    if (state.snapshot?.checksum === snapshot.checksum) return emptyResult()
+    const topics = await during('preparing the topics', () => service.topics())
+    const diff = diffItems(state.items, snapshot.items, true)
+    const { records, events, next } = encodeExport(topics, snapshot, state, diff)
+    await during(`publishing events (${events}) and the snapshot marker`, () => service.transact(records))
+    cache?.set(token, next)
+    return resultOf(diff)
+  }
+
+  async function remove(at: InventoryAddress): Promise<void> {
+    const token = inventoryToken(settings.topic, at)
+    const state = await held(token)
+    if (state.snapshot === undefined && state.items.size === 0) return
+    const topics = await during('preparing the topics', () => service.topics())
+    const { records, events, next } = encodeRemoval(topics, at, state)
+    await during(`publishing tombstones (${events})`, () => service.transact(records))
+    cache?.set(token, next)
+  }
+}

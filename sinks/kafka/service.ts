@@ -1,0 +1,356 @@
+import {
+  Admin,
+  Consumer,
+  FetchIsolationLevels,
+  Producer,
+  stringSerializers,
+  type ClusterMetadata,
+  type ConnectionOptions,
+  type RecordsBatch,
+} from '@platformatic/kafka'
+import { configError, errorChain, isTransientNetworkError } from '../errors.js'
+import { brokerUrls, type KafkaSettings } from './config.js'
+import type { OutgoingRecord, StateRecord, Topics } from './encode.js'
+
+// Control batches (transaction commit/abort markers) carry this attribute bit.
+const IS_CONTROL = 1 << 5
+const FETCH_MAX_BYTES = 16 * 1024 * 1024
+const SEND_MAX_BYTES = 256 * 1024
+
+/**
+ * Retriable: the network, timeouts, and the client's own protocol errors that Kafka marks as
+ * retriable (a leader moving, a coordinator loading, a broker not yet up). Authentication,
+ * authorization and invalid configurations are permanent.
+ */
+export function isRetriable(err: unknown): boolean {
+  if (isTransientNetworkError(err)) return true
+  const chain = errorChain(err)
+  if (chain.some((e) => e instanceof Error && /authenticat|authoriz|sasl|InvalidConfig|InvalidReplicationFactor|PolicyViolation/i.test(`${e.name} ${e.message}`))) return false
+  return chain.some((e) => {
+    if (!(e instanceof Error)) return false
+    const flags = e as Error & { canRetry?: boolean; code?: string }
+    if (flags.canRetry === true) return true
+    return /Timeout|NetworkError|ConnectionError|fenced|coordinator|leader|CONCURRENT_TRANSACTIONS|Unknown topic|not available/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
+  })
+}
+
+/** One committed record as read back. */
+export interface ReadRecord extends StateRecord {
+  offset: bigint
+  headers: Record<string, string>
+}
+
+/**
+ * The client reports "metadata failed 4 times" or "Cannot connect to any broker" with the reason
+ * inside: name it (an authentication failure first, then the innermost error) so the status says
+ * what is wrong. The original stays the cause, where isRetriable looks.
+ */
+export async function explained<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    const chain = errorChain(err).filter((e): e is Error => e instanceof Error)
+    const auth = chain.find((e) => /authentication failed/i.test(e.message))
+    const inner = auth ?? chain.filter((e) => !(e instanceof AggregateError)).at(-1)
+    if (!(err instanceof Error) || !inner || inner === err || err.message.includes(inner.message)) throw err
+    throw new Error(`${err.message}: ${inner.message}`, { cause: err })
+  }
+}
+
+interface Clients {
+  producer: Producer<string, string, string, string>
+  admin: Admin
+  consumer: Consumer
+  topics: Topics
+}
+
+/** Kafka I/O: the clients, the topics, one transaction per export, reading the state topic back. No encoding here. */
+export class KafkaService {
+  private clients: Promise<Clients> | undefined
+  private probe: Admin | undefined
+  private closed = false
+
+  constructor(
+    private readonly settings: KafkaSettings,
+    private readonly checkEndpoint: (url: string) => Promise<string | null> = async () => null,
+  ) {}
+
+  private connection(): ConnectionOptions & { bootstrapBrokers: string[]; clientId: string; retries: number; timeout: number } {
+    const s = this.settings
+    return {
+      clientId: `kollect ${s.label.id}`,
+      bootstrapBrokers: s.brokers.map((b) => `${b.host.includes(':') ? `[${b.host}]` : b.host}:${b.port}`),
+      connectTimeout: s.connectTimeoutMillis,
+      requestTimeout: s.requestTimeoutMillis,
+      timeout: s.requestTimeoutMillis,
+      retries: s.retries,
+      ...(s.sasl ? { sasl: { mechanism: s.sasl.mechanism, username: s.sasl.username, password: s.sasl.password } } : {}),
+      ...(s.tls ? { tls: { ...s.tls } } : {}),
+    }
+  }
+
+  /** Connect on first use, and again after reset(). */
+  private connected(): Promise<Clients> {
+    if (this.closed) return Promise.reject(new Error('sink is closed'))
+    if (!this.clients) {
+      const attempt = this.open()
+      this.clients = attempt
+      attempt.catch(() => {
+        if (this.clients === attempt) this.clients = undefined
+      })
+    }
+    return this.clients
+  }
+
+  private async open(): Promise<Clients> {
+    const base = this.connection()
+    const admin = new Admin(base)
+    const consumer = new Consumer({ ...base, groupId: `kollect-state-reader` })
+    // Transactional, hence idempotent: a retried produce is written once, and a new producer
+    // with the same transactional id aborts whatever its predecessor left open.
+    const producer = new Producer<string, string, string, string>({
+      ...base,
+      // This client sends its operation timeout as the transaction timeout of InitProducerId.
+      timeout: this.settings.transactionTimeoutMillis,
+      idempotent: true,
+      acks: -1,
+      transactionalId: this.settings.transactionalId,
+      autocreateTopics: false,
+      serializers: stringSerializers,
+    })
+    try {
+      await this.checkAdvertised(admin)
+      const topics = await this.ensureTopics(admin)
+      // Register the transactional id before anything reads the state topic: this aborts what a
+      // predecessor left open, or waits for a commit it had started, so the read sees its outcome.
+      // -1/-1 asks for the current producer id of the transactional id, as Kafka's own clients do;
+      // the client's default (0/0) is refused as fenced once the id has a history.
+      const init = await producer.beginTransaction({ producerId: -1n, producerEpoch: -1 })
+      await init.cancel()
+      return { producer, admin, consumer, topics }
+    } catch (err) {
+      await closeAll([producer, admin, consumer])
+      throw err
+    }
+  }
+
+  /**
+   * The client goes on to connect to the brokers the cluster advertises, not to the bootstrap
+   * list the registry checked: they pass the same SSRF guard before any other request.
+   */
+  private async checkAdvertised(admin: Admin): Promise<void> {
+    const metadata = await admin.metadata({ topics: [], forceUpdate: true })
+    for (const broker of metadata.brokers.values()) {
+      const [url] = brokerUrls([broker])
+      const refused = url === undefined ? null : await this.checkEndpoint(url)
+      if (refused) throw configError(this.settings.label, `broker ${broker.host}:${broker.port} advertised by the cluster: ${refused}`)
+    }
+  }
+
+  private async ensureTopics(admin: Admin): Promise<Topics> {
+    const s = this.settings
+    const existing = new Set(await admin.listTopics())
+    const create = async (topic: string, partitions: number | undefined, cleanupPolicy: string): Promise<void> => {
+      if (existing.has(topic)) return
+      try {
+        await admin.createTopics({
+          topics: [topic],
+          ...(partitions !== undefined ? { partitions } : {}),
+          ...(s.replicationFactor !== undefined ? { replicas: s.replicationFactor } : {}),
+          configs: [{ name: 'cleanup.policy', value: cleanupPolicy }],
+        })
+      } catch (err) {
+        // Another replica created it first.
+        if (!(await admin.listTopics()).includes(topic)) throw err
+      }
+    }
+    await create(s.topic, s.partitions, s.cleanupPolicy)
+    // The state topic is read whole, in order: one partition, compacted to the latest record per key.
+    await create(s.stateTopic, 1, 'compact')
+    const metadata = await withLeaders(admin, [s.topic, s.stateTopic])
+    const partitions = metadata.topics.get(s.topic)?.partitionsCount ?? 0
+    if (partitions < 1) throw new Error(`topic ${s.topic} has no partitions yet`)
+    const state = metadata.topics.get(s.stateTopic)?.partitionsCount ?? 0
+    if (state !== 1) throw configError(s.label, `state topic ${s.stateTopic} must have exactly one partition (it has ${state})`)
+    return { topic: s.topic, stateTopic: s.stateTopic, partitions }
+  }
+
+  async topics(): Promise<Topics> {
+    return (await this.connected()).topics
+  }
+
+  /** Produce the records in one transaction: all of them become visible to read_committed consumers, or none. */
+  async transact(records: readonly OutgoingRecord[]): Promise<void> {
+    const { producer } = await this.connected()
+    const tx = await producer.beginTransaction()
+    try {
+      // Several sends in one transaction: one send becomes one record batch per partition, and a
+      // batch must stay below the broker's message.max.bytes (1 MiB by default).
+      for (const chunk of chunks(records, SEND_MAX_BYTES)) {
+        await tx.send({
+          messages: chunk.map((r) => ({
+            topic: r.topic,
+            partition: r.partition,
+            key: r.key,
+            ...(r.value === null ? {} : { value: r.value }),
+            headers: r.headers,
+          })),
+        })
+      }
+      await tx.commit()
+    } catch (err) {
+      await tx.abort().catch(() => undefined)
+      throw err
+    }
+  }
+
+  /** Every committed record of the state topic, in offset order. */
+  async readState(): Promise<StateRecord[]> {
+    const { topics } = await this.connected()
+    return this.readCommitted(topics.stateTopic, 0)
+  }
+
+  /**
+   * Every committed record of one partition, in offset order, or an error: never a silently
+   * partial list. Records of aborted transactions (an export interrupted by a broker restart)
+   * are left out, as a read_committed consumer leaves them out.
+   */
+  async readCommitted(topic: string, partition: number): Promise<ReadRecord[]> {
+    const { consumer, admin } = await this.connected()
+    const offsets = await consumer.listOffsets({ topics: [topic], isolationLevel: FetchIsolationLevels.READ_COMMITTED })
+    const end = offsets.get(topic)?.[partition] ?? 0n
+    const out: ReadRecord[] = []
+    if (end === 0n) return out
+    const metadata: ClusterMetadata = await admin.metadata({ topics: [topic], forceUpdate: true })
+    const info = metadata.topics.get(topic)
+    const leader = info?.partitions[partition]?.leader
+    if (!info || leader === undefined || leader < 0) throw new Error(`topic ${topic} partition ${partition} has no leader`)
+    let offset = 0n
+    let maxBytes = FETCH_MAX_BYTES
+    while (offset < end) {
+      const response = await consumer.fetch({
+        node: leader,
+        topics: [{ topicId: info.id, partitions: [{ partition, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, partitionMaxBytes: maxBytes }] }],
+        isolationLevel: FetchIsolationLevels.READ_COMMITTED,
+        maxBytes,
+        minBytes: 1,
+        maxWaitTime: 500,
+      })
+      const fetched = response.responses[0]?.partitions[0]
+      if (!fetched || fetched.errorCode !== 0) throw new Error(`reading topic ${topic}: fetch error ${fetched?.errorCode ?? 'no partition'}`)
+      // The client drops aborted batches only when their abort marker is in the same response;
+      // stop before an aborted transaction whose marker has not arrived, and fetch again from there.
+      const batches = fetched.records ?? []
+      const open = unresolvedAborts(fetched.abortedTransactions ?? [], batches)
+      let next = offset
+      for (const batch of batches) {
+        if (open.some((a) => a.producerId === batch.producerId && batch.firstOffset >= a.firstOffset)) break
+        next = batch.firstOffset + BigInt(batch.lastOffsetDelta) + 1n
+        if (batch.attributes & IS_CONTROL) continue
+        for (const record of batch.records) {
+          const at = batch.firstOffset + BigInt(record.offsetDelta)
+          if (at < offset || at >= end || record.key === null) continue
+          const headers: Record<string, string> = {}
+          for (const [k, v] of record.headers) if (k) headers[k.toString('utf8')] = v?.toString('utf8') ?? ''
+          out.push({ offset: at, key: record.key.toString('utf8'), value: record.value === null ? null : record.value.toString('utf8'), headers })
+        }
+      }
+      if (next === offset) {
+        // Nothing usable: an aborted transaction larger than one response. Ask for more.
+        if (maxBytes >= 256 * 1024 * 1024) throw new Error(`reading topic ${topic}: no progress at offset ${offset}`)
+        maxBytes *= 2
+      }
+      offset = next
+    }
+    return out
+  }
+
+  /**
+   * Wait until no transaction is open on the partition (its last stable offset reached the log
+   * end). A commit returns before the broker has written its markers to every partition, so a
+   * reader that must see a just-committed export waits for this first.
+   */
+  async settled(topic: string, partition: number, timeoutMs = 30_000): Promise<void> {
+    const { consumer } = await this.connected()
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const [stable, end] = await Promise.all([FetchIsolationLevels.READ_COMMITTED, FetchIsolationLevels.READ_UNCOMMITTED].map(async (isolationLevel) =>
+        (await consumer.listOffsets({ topics: [topic], isolationLevel })).get(topic)?.[partition] ?? 0n))
+      if (stable === end) return
+      if (Date.now() > deadline) throw new Error(`topic ${topic} partition ${partition}: a transaction is still open after ${timeoutMs} ms`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+
+  /**
+   * Reachability and credentials only: a metadata request on a client of its own. Not the
+   * transactional producer: registering the transactional id would fence an exporting instance.
+   */
+  async ping(): Promise<void> {
+    if (this.closed) throw new Error('sink is closed')
+    this.probe ??= new Admin(this.connection())
+    try {
+      await this.probe.metadata({ topics: [], forceUpdate: true })
+    } catch (err) {
+      const probe = this.probe
+      this.probe = undefined
+      await closeAll([probe])
+      throw err
+    }
+  }
+
+  /** Drop the clients; the next use connects again (a new producer fences and aborts an open transaction). */
+  async reset(): Promise<void> {
+    const pending = this.clients
+    this.clients = undefined
+    const c = await pending?.catch(() => undefined)
+    if (c) await closeAll([c.producer, c.admin, c.consumer])
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    const probe = this.probe
+    this.probe = undefined
+    await Promise.all([this.reset(), probe && closeAll([probe])])
+  }
+}
+
+/** Consecutive runs of records of at most about maxBytes each (one record alone may exceed it). */
+export function chunks<T extends OutgoingRecord>(records: readonly T[], maxBytes: number): T[][] {
+  const out: T[][] = []
+  let current: T[] = []
+  let size = 0
+  for (const r of records) {
+    const bytes = Buffer.byteLength(r.key) + (r.value === null ? 0 : Buffer.byteLength(r.value)) + 64 + Object.entries(r.headers).reduce((n, [k, v]) => n + k.length + v.length, 0)
+    if (current.length > 0 && size + bytes > maxBytes) {
+      out.push(current)
+      current = []
+      size = 0
+    }
+    current.push(r)
+    size += bytes
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/** Metadata once every partition of the topics has a leader: a topic just created takes a moment. */
+async function withLeaders(admin: Admin, topics: string[]): Promise<ClusterMetadata> {
+  for (let attempt = 0; ; attempt++) {
+    const metadata = await admin.metadata({ topics, forceUpdate: true })
+    const ready = topics.every((t) => {
+      const info = metadata.topics.get(t)
+      return info !== undefined && info.partitions.length > 0 && info.partitions.every((p) => p.leader >= 0)
+    })
+    if (ready || attempt >= 20) return metadata
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+}
+
+function unresolvedAborts(aborted: readonly { producerId: bigint; firstOffset: bigint }[], batches: readonly RecordsBatch[]): { producerId: bigint; firstOffset: bigint }[] {
+  return aborted.filter((a) => !batches.some((b) => b.attributes & IS_CONTROL && b.producerId === a.producerId && b.firstOffset >= a.firstOffset))
+}
+
+async function closeAll(clients: readonly { close(): Promise<void> }[]): Promise<void> {
+  await Promise.all(clients.map((c) => c.close().catch(() => undefined)))
+}
