@@ -27,6 +27,52 @@ import { startKafka } from '../test/support/kafka.js'
 
 const INVENTORY = { namespace: 'team-a', name: 'bench' }
 
+/** One exporter of the bench inventory to `sinks`, and what every bench drives and reads it by. */
+function benchRun(dataDir: string, sinks: ResolvedSink[], credentials: () => Promise<Record<string, string>>) {
+  const events: ExportEvent[] = []
+  const exporter = new Exporter({
+    cluster: 'bench',
+    createSink: createSinkFactory({ dataDir, credentials, checkEndpoint: async () => null }),
+    observer: { onExport: (e) => { if (e.result === 'success') events.push(e) } },
+    backoff: { minMs: 50, maxMs: 1000, factor: 2 },
+  })
+  const composition: InventoryComposition = { inventory: INVENTORY, generation: 1, targets: [TARGET], sinks, debounceMs: 60_000, maxWaitMs: 120_000, suspend: false }
+  return {
+    exporter,
+    events,
+    composition,
+    // As on the real path: every report brings fresh objects (they crossed a thread or a socket),
+    // with the hashes the hooks computed while extracting.
+    report: (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) }),
+    exportNow: () => timeMsAsync(async () => {
+      exporter.flush()
+      await exporter.idle()
+    }),
+    /** Each sink's export time (ms) of the exports since event `from`. */
+    perSink: (from: number) => Object.fromEntries(events.slice(from).map((e) => [e.sink.name, Math.round(e.durationMs)])),
+  }
+}
+type BenchRun = ReturnType<typeof benchRun>
+
+/**
+ * The initial export of `count` items, then one with one item changed, each timed. `observe` is
+ * called just before each export (to take its marks) and returns what reads the export's effect.
+ */
+async function initialThenChange<T>(run: BenchRun, count: number, observe: (phase: 'initial' | 'change') => () => Promise<T>) {
+  let items = makeItems(count)
+  await run.report(items)
+  await run.exporter.applyInventory(run.composition)
+  let read = observe('initial')
+  const initialMs = await run.exportNow()
+  const initial = await read()
+  items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
+  await run.report(items)
+  read = observe('change')
+  const incrementalMs = await run.exportNow()
+  const change = await read()
+  return { items, initialMs, incrementalMs, initial, change }
+}
+
 export async function benchExporter(count = 10_000, layout: 'document' | 'perResource' = 'document'): Promise<boolean> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'kollect-bench-exporter-'))
   const pg = await startPostgres()
@@ -40,51 +86,27 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
       { namespace: 'team-a', name: 'pg', spec: { type: 'postgres', cluster: 'bench', secretRef: { name: 'pg' }, drift: { policy: 'Off' } } },
       { namespace: 'team-a', name: 'nats', spec: { type: 'nats', cluster: 'bench', nats: { url: nats.url } } },
     ]
-    const events: ExportEvent[] = []
-    const exporter = new Exporter({
-      cluster: 'bench',
-      createSink: createSinkFactory({ dataDir: path.join(root, 'data'), credentials: async () => ({ dsn: pg.dsn }), checkEndpoint: async () => null }),
-      observer: { onExport: (e) => { if (e.result === 'success') events.push(e) } },
-      backoff: { minMs: 50, maxMs: 1000, factor: 2 },
-    })
-    const composition: InventoryComposition = { inventory: INVENTORY, generation: 1, targets: [TARGET], sinks, debounceMs: 60_000, maxWaitMs: 120_000, suspend: false }
-    // As on the real path: every report brings fresh objects (they crossed a thread or a socket),
-    // with the hashes the hooks computed while extracting.
-    const report_ = (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) })
-    const exportNow = () => timeMsAsync(async () => {
-      exporter.flush()
-      await exporter.idle()
-    })
+    const run = benchRun(path.join(root, 'data'), sinks, async () => ({ dsn: pg.dsn }))
+    const { exporter, events } = run
     const natsMessages = async () => (await jsm.streams.info('KOLLECT')).state.messages
     const pgRowsFor = async (checksum: string) => Number((await pg.query('SELECT count(*) AS n FROM kollect_items WHERE snapshot_checksum = $1', [checksum]))[0]?.['n'])
     const gitLines = async () => {
       const out = await git(remote, 'diff', '--numstat', 'HEAD~1', 'HEAD')
       return out.trim().split('\n').filter(Boolean).reduce((n, line) => n + Number(line.split('\t')[0]) + Number(line.split('\t')[1]), 0)
     }
-    const perSink = (from: number) => Object.fromEntries(events.slice(from).map((e) => [e.sink.name, Math.round(e.durationMs)]))
 
-    // Initial export.
-    let items = makeItems(count)
-    await report_(items)
-    await exporter.applyInventory(composition)
-    const before = events.length
-    const initialMs = await exportNow()
-    const initial = exporter.inventoryState(INVENTORY)
-    const initialSinks = perSink(before)
-    const initialRows = await pgRowsFor(initial?.checksum ?? '')
-    const initialEvents = await natsMessages()
-    const initialGit = Number((await git(remote, 'rev-list', '--count', 'HEAD')).trim())
-
-    // One item changes.
-    items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
-    await report_(items)
-    const mid = events.length
-    const incrementalMs = await exportNow()
-    const after = exporter.inventoryState(INVENTORY)
-    const changeSinks = perSink(mid)
-    const changeRows = await pgRowsFor(after?.checksum ?? '')
-    const changeEvents = (await natsMessages()) - initialEvents
-    const changeGitLines = await gitLines()
+    // The initial export (git: commits on the remote), then one item changes (git: diff lines).
+    const { items, initialMs, incrementalMs, initial, change } = await initialThenChange(run, count, (phase) => {
+      const from = events.length
+      return async () => ({
+        sinks: run.perSink(from),
+        rows: await pgRowsFor(exporter.inventoryState(INVENTORY)?.checksum ?? ''),
+        events: await natsMessages(),
+        git: phase === 'initial' ? Number((await git(remote, 'rev-list', '--count', 'HEAD')).trim()) : await gitLines(),
+      })
+    })
+    const [initialSinks, initialRows, initialEvents, initialGit] = [initial.sinks, initial.rows, initial.events, initial.git]
+    const [changeSinks, changeRows, changeEvents, changeGitLines] = [change.sinks, change.rows, change.events - initial.events, change.git]
 
     // A drift check that finds the record in step, per sink of record; the second of two, so a
     // fresh clone is not counted.
@@ -106,11 +128,11 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
     }
 
     // 1,000 updates in one debounce window: one export per sink.
-    const burstComposition = { ...composition, debounceMs: 300, maxWaitMs: 60_000 }
+    const burstComposition = { ...run.composition, debounceMs: 300, maxWaitMs: 60_000 }
     await exporter.applyInventory(burstComposition)
     await exporter.idle()
     const burstStart = events.length
-    for (let u = 0; u < 1000; u++) await report_(items.map((it, i) => (i === u ? bumpReplicas(it, 1000 + u) : it)))
+    for (let u = 0; u < 1000; u++) await run.report(items.map((it, i) => (i === u ? bumpReplicas(it, 1000 + u) : it)))
     await new Promise((r) => setTimeout(r, 600))
     await exporter.idle()
     const burst = events.slice(burstStart)
@@ -162,42 +184,15 @@ export async function benchS3Exporter(count = 10_000): Promise<boolean> {
       spec: { type: 's3', cluster: 'bench', secretRef: { name: 's3' }, s3: { bucket: s3.bucket, endpoint: proxy.endpoint, pathStyle: true, prefix: `${name}/{cluster}/{namespace}/{name}`, layout } },
     })
     const sinks = [s3Sink('doc', 'document'), s3Sink('items', 'perResource')]
-    const events: ExportEvent[] = []
-    const exporter = new Exporter({
-      cluster: 'bench',
-      createSink: createSinkFactory({ dataDir: path.join(root, 'data'), credentials: async () => s3.credentials, checkEndpoint: async () => null }),
-      observer: { onExport: (e) => { if (e.result === 'success') events.push(e) } },
-      backoff: { minMs: 50, maxMs: 1000, factor: 2 },
-    })
-    const composition: InventoryComposition = { inventory: INVENTORY, generation: 1, targets: [TARGET], sinks, debounceMs: 60_000, maxWaitMs: 120_000, suspend: false }
-    const report_ = (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) })
-    const exportNow = () => timeMsAsync(async () => {
-      exporter.flush()
-      await exporter.idle()
-    })
-    const perSink = (from: number) => Object.fromEntries(events.slice(from).map((e) => [e.sink.name, Math.round(e.durationMs)]))
+    const run = benchRun(path.join(root, 'data'), sinks, async () => s3.credentials)
     const written = (from: number, dir: string) => proxy.puts(`doc/bench/team-a/bench/${dir}`, from).length + proxy.puts(`items/bench/team-a/bench/${dir}`, from).length
-
-    let items = makeItems(count)
-    await report_(items)
-    await exporter.applyInventory(composition)
-    let mark = proxy.requests.length
-    let from = events.length
-    const initialMs = await exportNow()
-    const initial = perSink(from)
-    const initialItems = written(mark, 'items/')
-    const initialDocs = written(mark, 'snapshots/')
-
-    items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
-    await report_(items)
-    mark = proxy.requests.length
-    from = events.length
-    const changeMs = await exportNow()
-    const change = perSink(from)
-    const changeItems = written(mark, 'items/')
-    const changeDocs = written(mark, 'snapshots/')
-    const changePointers = written(mark, 'latest.json')
-    await exporter.close()
+    const { initialMs, incrementalMs: changeMs, initial: first, change: second } = await initialThenChange(run, count, () => {
+      const [mark, from] = [proxy.requests.length, run.events.length]
+      return async () => ({ sinks: run.perSink(from), items: written(mark, 'items/'), docs: written(mark, 'snapshots/'), pointers: written(mark, 'latest.json') })
+    })
+    const [initial, initialItems, initialDocs] = [first.sinks, first.items, first.docs]
+    const [change, changeItems, changeDocs, changePointers] = [second.sinks, second.items, second.docs, second.pointers]
+    await run.exporter.close()
 
     const ratio = (name: string) => (change[name] ?? Infinity) / (initial[name] ?? 1)
     return report(`exporter: ${count}-item inventory to s3 (versitygw), document and perResource layouts`, [
@@ -238,17 +233,6 @@ export async function benchKafkaExporter(count = 10_000): Promise<boolean> {
   const reader = new KafkaService(kafkaSettings({ id: 'bench/reader', spec, credentials: {}, dataDir: root }))
   try {
     const sinks: ResolvedSink[] = [{ namespace: 'team-a', name: 'kafka', spec }]
-    const exporter = new Exporter({
-      cluster: 'bench',
-      createSink: createSinkFactory({ dataDir: path.join(root, 'data'), credentials: async () => ({}), checkEndpoint: async () => null }),
-      backoff: { minMs: 50, maxMs: 1000, factor: 2 },
-    })
-    const composition: InventoryComposition = { inventory: INVENTORY, generation: 1, targets: [TARGET], sinks, debounceMs: 60_000, maxWaitMs: 120_000, suspend: false }
-    const report_ = (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) })
-    const exportNow = () => timeMsAsync(async () => {
-      exporter.flush()
-      await exporter.idle()
-    })
     const published = async () => {
       const { partitions } = await reader.topics()
       const partition = partitionFor({ cluster: 'bench', inventory: INVENTORY }, partitions)
@@ -256,31 +240,18 @@ export async function benchKafkaExporter(count = 10_000): Promise<boolean> {
       return (await reader.readCommitted('bench', partition)).length
     }
 
-    let items = makeItems(count)
-    await report_(items)
-    await exporter.applyInventory(composition)
-    const initialMs = await exportNow()
-    const initialEvents = await published()
-    items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
-    await report_(items)
-    const incrementalMs = await exportNow()
-    const changeEvents = (await published()) - initialEvents
-    await exporter.close()
+    const run = benchRun(path.join(root, 'data'), sinks, async () => ({}))
+    const { items, initialMs, incrementalMs, initial: initialEvents, change } = await initialThenChange(run, count, () => published)
+    const changeEvents = change - initialEvents
+    await run.exporter.close()
 
     // A restarted exporter: the sink reads the state topic back, and the same items publish nothing.
-    const restarted = new Exporter({
-      cluster: 'bench',
-      createSink: createSinkFactory({ dataDir: path.join(root, 'data2'), credentials: async () => ({}), checkEndpoint: async () => null }),
-      backoff: { minMs: 50, maxMs: 1000, factor: 2 },
-    })
-    await restarted.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) })
-    await restarted.applyInventory(composition)
-    const restartMs = await timeMsAsync(async () => {
-      restarted.flush()
-      await restarted.idle()
-    })
+    const restarted = benchRun(path.join(root, 'data2'), sinks, async () => ({}))
+    await restarted.report(items)
+    await restarted.exporter.applyInventory(restarted.composition)
+    const restartMs = await restarted.exportNow()
     const restartEvents = (await published()) - initialEvents - changeEvents
-    await restarted.close()
+    await restarted.exporter.close()
     const ratio = incrementalMs / initialMs
     return report(`exporter: ${count}-item inventory to kafka (one transaction per export, with its state topic)`, [
       ['initial export', `${initialMs.toFixed(0)} ms`],

@@ -11,16 +11,15 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { KubeObject } from '../api/types.js'
 import { exampleDeployments } from '../test/support/gen-examples.js'
 import { cloneRemote, createBareRemote, git } from '../test/support/git.js'
-import { get, post, type AnyStatus } from '../test/support/hooks-server.js'
-import { ROOT, TYPES, controllerFor, customizeRequest, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
+import { get, post } from '../test/support/hooks-server.js'
+import { startPod, type Pod } from '../test/support/kollect-process.js'
+import { TYPES, controllerFor, customizeRequest, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
 import { startNats, type NatsServer } from '../test/support/nats.js'
-import { freePort } from '../test/support/ports.js'
 import { startPostgres, type PgServer } from '../test/support/postgres.js'
-import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from '../test/support/process.js'
+import { pollUntil } from '../test/support/process.js'
 
 const TOKEN = 'e2e-token-0123456789'
 const SHUTDOWN_GRACE_MS = 3_000
-const auth = { Authorization: `Bearer ${TOKEN}` }
 
 let root: string
 let pg: PgServer
@@ -28,11 +27,7 @@ let nats: NatsServer
 let nc: NatsConnection
 let jsm: JetStreamManager
 let remote: string
-let hooksUrl: string
-let exporterPort: number
-let hooks: ServerProcess
-let exporter: ServerProcess
-let env: NodeJS.ProcessEnv
+let pod: Pod
 
 function sinkCr(name: string, spec: Record<string, unknown>): KubeObject {
   return { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectSink', metadata: { name, namespace: 'team-a', uid: `sink-${name}`, generation: 1 }, spec }
@@ -47,27 +42,7 @@ const inventory = (): KubeObject => {
 const inventorySync = (inv: KubeObject = inventory(), finalizing = false) =>
   goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: sinks }), finalizing))
 
-function startExporter(): ServerProcess {
-  return startServerProcess(process.execPath, [path.join(ROOT, 'dist/server/main-exporter.js')], path.join(root, 'exporter.log'), env)
-}
-
-async function hook(route: string, body: string): Promise<Record<string, unknown>> {
-  const res = await post(hooksUrl + route, body, auth)
-  assert.equal(res.status, 200, `${route}: ${res.status} ${res.text}`)
-  return res.json() as Record<string, unknown>
-}
-
-async function waitSynced(checksum?: string): Promise<AnyStatus> {
-  let last: AnyStatus | undefined
-  await pollUntil('inventory Synced', async () => {
-    last = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
-    const synced = last.conditions?.find((c) => c.type === 'Synced')?.status === 'True'
-    return synced && (checksum === undefined || last.checksum !== checksum)
-  }, { timeoutMs: 30_000, proc: exporter }).catch((err: Error) => {
-    throw new Error(`${err.message}\nlast status: ${JSON.stringify(last)}\n${exporter.logTail()}`)
-  })
-  return last as AnyStatus
-}
+const waitSynced = (changedFrom?: string) => pod.waitSynced(inventorySync(), { changedFrom })
 
 async function streamSubjects(): Promise<string[]> {
   const info = await jsm.streams.info('KOLLECT').catch(() => null)
@@ -95,30 +70,14 @@ before(async () => {
     sinkCr('portal-db', { type: 'postgres', cluster: 'e2e', deletionPolicy: 'Delete', secretRef: { name: 'pg-creds' } }),
     sinkCr('events', { type: 'nats', cluster: 'e2e', deletionPolicy: 'Delete', nats: { url: nats.url } }),
   ]
-  exporterPort = await freePort()
-  const hooksPort = await freePort()
-  hooksUrl = `http://127.0.0.1:${hooksPort}`
-  env = {
-    PATH: process.env['PATH'],
-    HOME: process.env['HOME'],
-    PORT: String(hooksPort),
-    HOST: '127.0.0.1',
-    KOLLECT_EXPORTER_PORT: String(exporterPort),
-    KOLLECT_EXPORTER_URL: `http://127.0.0.1:${exporterPort}`,
-    KOLLECT_HOOK_TOKEN: TOKEN,
-    KOLLECT_DATA_DIR: path.join(root, 'data'),
-    KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
+  pod = await startPod(TOKEN, {
     KOLLECT_SECRET_TEAM_A__PG_CREDS__DSN: pg.dsn,
-    KOLLECT_LOG_LEVEL: 'info',
     KOLLECT_SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
-  }
-  exporter = startExporter()
-  hooks = startServerProcess(process.execPath, [path.join(ROOT, 'dist/server/main-hooks.js')], path.join(root, 'hooks.log'), env)
-  await pollUntil('hooks ready (exporter reachable)', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: hooks })
+  })
 })
 
 after(async () => {
-  for (const p of [hooks, exporter]) if (p) { p.signalGroup('SIGTERM'); await waitForExit(p, 5000) }
+  await pod?.close()
   await nc?.close()
   await nats?.destroy()
   await pg?.destroy()
@@ -126,18 +85,18 @@ after(async () => {
 })
 
 test('profile, sinks, target and inventory: one export reaches git, PostgreSQL and NATS; one change is one change everywhere', async () => {
-  const profile = (await hook('/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {}))))['status'] as AnyStatus
+  const profile = (await pod.hook('/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {})))).status ?? {}
   assert.equal(profile.conditions?.[0]?.status, 'True')
   for (const s of sinks) {
-    const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), s, {}))))['status'] as AnyStatus
+    const st = (await pod.hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), s, {})))).status ?? {}
     assert.equal(st.conditions?.[0]?.status, 'True', `${s.metadata?.name}: ${JSON.stringify(st)}`)
     assert.deepEqual(st.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'True', 'Reachable']], `${s.metadata?.name}: ${JSON.stringify(st)}`)
   }
-  const rules = (await hook('/hooks/targets/customize', goJson(customizeRequest(controllerFor('kollect-targets'), loadExampleCr('target-deployments.yaml')))))['relatedResources'] as { resource: string }[]
+  const rules = (await pod.hook('/hooks/targets/customize', goJson(customizeRequest(controllerFor('kollect-targets'), loadExampleCr('target-deployments.yaml'))))).relatedResources ?? []
   assert.deepEqual(rules.map((r) => r.resource), ['kollectscopes', 'kollectprofiles', 'deployments'])
-  const target = (await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments()))))['status'] as AnyStatus
+  const target = (await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))).status ?? {}
   assert.equal(target.extractedCount, 3)
-  await hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inventory())))
+  await pod.hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inventory())))
 
   const first = await waitSynced()
   assert.equal(first.itemCount, 3)
@@ -150,10 +109,10 @@ test('profile, sinks, target and inventory: one export reaches git, PostgreSQL a
   assert.ok(subjects.every((s) => s.startsWith('kollect.e2e.team-a.prod-inventory.')), subjects.join(' '))
 
   // One Deployment's image changes: exactly one change in every sink.
-  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
+  await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
   // Right after the change the inventory must not claim Synced with the old checksum (issue 9).
   // The 300ms debounce may already have fired on a slow machine, so Synced with the new one is fine.
-  const right = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+  const right = (await pod.hook('/hooks/inventories/sync', inventorySync())).status ?? {}
   const rightSynced = right.conditions?.find((c) => c.type === 'Synced')
   if (rightSynced?.status === 'True') assert.notEqual(right.checksum, first.checksum, JSON.stringify(right))
   else assert.equal(rightSynced?.reason, 'Pending', JSON.stringify(right))
@@ -172,13 +131,10 @@ test('an exporter restart before a target re-reports deletes nothing and writes 
   const commits = await exportCommits()
   const events = (await streamSubjects()).length
   const snapshots = await pgCount('SELECT count(*) AS n FROM kollect_items_snapshots')
-  exporter.signalGroup('SIGTERM')
-  await waitForExit(exporter, 10_000)
-  exporter = startExporter()
-  await pollUntil('hooks ready again', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: exporter })
+  await pod.restartExporter()
 
   // The inventory arrives first (Metacontroller's resync order is arbitrary): the gate holds.
-  const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+  const waiting = (await pod.hook('/hooks/inventories/sync', inventorySync())).status ?? {}
   assert.equal(waiting.conditions?.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets')
   await new Promise((r) => setTimeout(r, 1500)) // well past debounce (300ms)
   assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE inventory_name = 'prod-inventory'`), 3)
@@ -186,7 +142,7 @@ test('an exporter restart before a target re-reports deletes nothing and writes 
   assert.equal((await streamSubjects()).length, events)
 
   // The target re-reports the same objects: every sink already holds them.
-  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
+  await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
   const synced = await waitSynced()
   assert.equal(synced.itemCount, 3)
   assert.deepEqual(await exportCommits(), commits)
@@ -202,42 +158,38 @@ test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next
   let down = true
   try {
     // The image goes back: git and NATS take it, PostgreSQL cannot.
-    await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
-    let owed: AnyStatus | undefined
-    await pollUntil('portal-db Failing, the others Synced', async () => {
-      owed = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
-      return JSON.stringify(owed.sinks?.map((x) => [x.name, x.state])) === JSON.stringify([['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Failing']])
-    }, { timeoutMs: 30_000, proc: exporter }).catch((err: Error) => { throw new Error(`${err.message}\nlast status: ${JSON.stringify(owed)}\n${exporter.logTail()}`) })
-    const checksum = (owed as AnyStatus).checksum
+    await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
+    const owed = await pod.inventoryUntil(inventorySync(), (s) =>
+      JSON.stringify(s.sinks?.map((x) => [x.name, x.state])) === JSON.stringify([['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Failing']]), { what: 'portal-db Failing, the others Synced' })
+    const checksum = owed.checksum
     assert.equal((await exportCommits()).length, commits.length + 1)
 
     const started = Date.now()
-    exporter.signalGroup('SIGTERM')
-    const exit = await Promise.race([exporter.exited, new Promise<string>((r) => setTimeout(() => r('still running'), SHUTDOWN_GRACE_MS + 10_000))])
+    pod.exporter.signalGroup('SIGTERM')
+    const exit = await Promise.race([pod.exporter.exited, new Promise<string>((r) => setTimeout(() => r('still running'), SHUTDOWN_GRACE_MS + 10_000))])
     const tookMs = Date.now() - started
-    assert.equal(exit, 'exit 0', `shutdown with a failing sink is clean, not the hard deadline\n${exporter.logTail()}`)
+    assert.equal(exit, 'exit 0', `shutdown with a failing sink is clean, not the hard deadline\n${pod.exporter.logTail()}`)
     assert.ok(tookMs >= SHUTDOWN_GRACE_MS - 500 && tookMs < SHUTDOWN_GRACE_MS + 5_000, `shutdown waited the grace period for the failing sink, then stopped: ${tookMs} ms`)
-    assert.match(exporter.logTail(5), /exports still pending at shutdown were saved/)
+    assert.match(pod.exporter.logTail(5), /exports still pending at shutdown were saved/)
     const { readdirSync } = await import('node:fs')
-    assert.equal(readdirSync(path.join(root, 'data', 'pending')).length, 1, 'one inventory owes an export')
+    assert.equal(readdirSync(path.join(pod.dataDir, 'pending')).length, 1, 'one inventory owes an export')
 
     await pg.start()
     down = false
-    exporter = startExporter()
-    await pollUntil('hooks ready again', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: exporter })
+    await pod.startExporter()
     // No target sync: the exporter learned of the owed export from its journal alone.
     await pollUntil('the owed snapshot in PostgreSQL', async () =>
-      (await pgCount(`SELECT count(*) AS n FROM kollect_items_snapshots WHERE id > ${lastSnapshotId}`)) > 0, { timeoutMs: 30_000, proc: exporter })
-      .catch((err: Error) => { throw new Error(`${err.message}\n${exporter.logTail()}`) })
+      (await pgCount(`SELECT count(*) AS n FROM kollect_items_snapshots WHERE id > ${lastSnapshotId}`)) > 0, { timeoutMs: 30_000, proc: pod.exporter })
+      .catch((err: Error) => { throw new Error(`${err.message}\n${pod.exporter.logTail()}`) })
     // This checksum was also the first test's export: only the rows written since count.
     assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items_snapshots WHERE id > ${lastSnapshotId} AND checksum = '${checksum}'`), 1, 'exactly the owed snapshot')
-    assert.match(exporter.logTail(40), /resuming a pending export from the journal/)
-    await pollUntil('the journal entry removed once the export is confirmed', async () => readdirSync(path.join(root, 'data', 'pending')).length === 0, { timeoutMs: 5_000, proc: exporter })
+    assert.match(pod.exporter.logTail(40), /resuming a pending export from the journal/)
+    await pollUntil('the journal entry removed once the export is confirmed', async () => readdirSync(path.join(pod.dataDir, 'pending')).length === 0, { timeoutMs: 5_000, proc: pod.exporter })
     assert.equal((await exportCommits()).length, commits.length + 1, 'git, which had the export, is not written again')
     assert.equal((await streamSubjects()).length, events + 2, 'NATS, which had the export, is not written again')
-    const waiting = (await hook('/hooks/inventories/sync', inventorySync()))['status'] as AnyStatus
+    const waiting = (await pod.hook('/hooks/inventories/sync', inventorySync())).status ?? {}
     assert.equal(waiting.conditions?.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets', 'new exports still wait for every target')
-    await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
+    await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
     const synced = await waitSynced()
     assert.equal(synced.checksum, checksum)
   } finally {
@@ -258,39 +210,36 @@ test('an edit to the Git record by another writer is undone by the first export 
   const commits = await exportCommits()
 
   // After a restart (or failover) every sink diffs against what it holds, not the exporter's memory.
-  exporter.signalGroup('SIGTERM')
-  await waitForExit(exporter, 10_000)
-  exporter = startExporter()
-  await pollUntil('hooks ready again', async () => (await get(hooksUrl + '/readyz').catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: exporter })
-  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
+  await pod.restartExporter()
+  await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
   await waitSynced()
   assert.equal(await git(remote, 'show', `main:${doc}`), exported, 'the record is the export again')
   assert.deepEqual(await exportCommits(), ['kollect: team-a/prod-inventory +0 ~1 -0 (3 items)', ...commits], 'one commit undoes the one edited item')
-  await pollUntil('the drift check after the first export', async () => /"msg":"(repaired drift|drift found)/.test(exporter.logTail(80)) || (await get(`http://127.0.0.1:${exporterPort}/metrics`)).text.includes('kollect_drift_checks_total{sink="team-a/history",result="in-step"} 1'), { timeoutMs: 10_000, proc: exporter })
-  assert.doesNotMatch(exporter.logTail(80), /"msg":"(repaired drift|drift found)/, 'the check after the export finds the record in step')
+  await pollUntil('the drift check after the first export', async () => /"msg":"(repaired drift|drift found)/.test(pod.exporter.logTail(80)) || (await get(`${pod.exporterUrl}/metrics`)).text.includes('kollect_drift_checks_total{sink="team-a/history",result="in-step"} 1'), { timeoutMs: 10_000, proc: pod.exporter })
+  assert.doesNotMatch(pod.exporter.logTail(80), /"msg":"(repaired drift|drift found)/, 'the check after the export finds the record in step')
 })
 
 test('a sink whose server is down is Ready but Unreachable, with the reason and no password', async () => {
   const down = sinkCr('down-db', { type: 'postgres', cluster: 'e2e', secretRef: { name: 'down-creds' } })
   // The exporter reads KOLLECT_SECRET_TEAM_A__DOWN_CREDS__*: not set, so the sink cannot even be created.
-  const missing = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), down, {}))))['status'] as AnyStatus
+  const missing = (await pod.hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), down, {})))).status ?? {}
   assert.deepEqual(missing.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']])
   const git = sinkCr('gone-remote', { type: 'git', cluster: 'e2e', git: { url: path.join(root, 'no-such-remote.git') } })
-  const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), git, {}))))['status'] as AnyStatus
+  const st = (await pod.hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), git, {})))).status ?? {}
   const reachable = st.conditions?.find((c) => c.type === 'Reachable')
   assert.equal(reachable?.status, 'False')
   assert.ok(reachable && reachable.message.length > 0 && !reachable.message.includes(pg.password))
 })
 
 test('metrics show the hooks and exports with their labels', async () => {
-  const hooksMetrics = (await get(hooksUrl + '/metrics')).text
+  const hooksMetrics = (await get(pod.hooksUrl + '/metrics')).text
   assert.match(hooksMetrics, /kollect_hook_duration_seconds_count\{kind="targets",hook="sync",code="200"\} [1-9]/)
   assert.match(hooksMetrics, /kollect_items_extracted_total\{target="team-a\/prod-deploys"\} [1-9]/)
-  const exporterMetrics = (await get(`http://127.0.0.1:${exporterPort}/metrics`)).text
+  const exporterMetrics = (await get(`${pod.exporterUrl}/metrics`)).text
   assert.match(exporterMetrics, /kollect_exports_total\{sink="team-a\/history",result="success"\} [1-9]/)
   assert.match(exporterMetrics, /kollect_sink_last_success_age_seconds\{sink="team-a\/portal-db"\} \d/)
   assert.match(exporterMetrics, /kollect_exports_pending 0/)
-  assert.equal((await post(`http://127.0.0.1:${exporterPort}/v1/inventories/apply`, '{}')).status, 401, 'the exporter API needs the token too')
+  assert.equal((await post(`${pod.exporterUrl}/v1/inventories/apply`, '{}')).status, 401, 'the exporter API needs the token too')
   // The exporter is on loopback only; the hooks' /metrics (what Prometheus scrapes) carries its metrics too.
   assert.match(hooksMetrics, /kollect_exports_total\{sink="team-a\/history",result="success"\} [1-9]/)
   assert.match(hooksMetrics, /kollect_exporter_process_resident_memory_bytes \d/)
@@ -302,9 +251,9 @@ test('deleting the inventory applies each deletionPolicy before finalize says do
   inv.metadata = { ...inv.metadata, generation: 2, deletionTimestamp: '2026-11-02T10:00:00Z', finalizers: ['metacontroller.io/compositecontroller-kollect-inventories'] }
   let finalized = false
   await pollUntil('finalized', async () => {
-    finalized = (await hook('/hooks/inventories/finalize', inventorySync(inv, true)))['finalized'] === true
+    finalized = (await pod.hook('/hooks/inventories/finalize', inventorySync(inv, true))).finalized === true
     return finalized
-  }, { timeoutMs: 30_000, proc: exporter })
+  }, { timeoutMs: 30_000, proc: pod.exporter })
   assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items WHERE inventory_name = 'prod-inventory'`), 0)
   const tail = (await streamSubjects()).slice(before.length).map((s) => s.split('.').pop())
   assert.deepEqual(tail.sort(), ['removed', 'removed', 'removed', 'snapshot'])
@@ -313,14 +262,13 @@ test('deleting the inventory applies each deletionPolicy before finalize says do
 })
 
 test('the logs of both processes carry request ids and no credentials', async () => {
-  const { readFileSync } = await import('node:fs')
-  for (const file of ['hooks.log', 'exporter.log']) {
-    const text = readFileSync(path.join(root, file), 'utf8')
+  for (const file of ['hooks', 'exporter'] as const) {
+    const text = pod.log(file)
     assert.ok(text.length > 0, `${file} is empty`)
     assert.ok(!text.includes(TOKEN), `${file} contains the hook token`)
     assert.ok(!text.includes(pg.password), `${file} contains the PostgreSQL password`)
     assert.ok(!text.includes(Buffer.from(TOKEN).toString('base64')), `${file} contains the token in base64`)
     for (const line of text.trim().split('\n')) JSON.parse(line) // pino: one JSON object per line
   }
-  assert.match(readFileSync(path.join(root, 'hooks.log'), 'utf8'), /"reqId":"[^"]+"/)
+  assert.match(pod.log('hooks'), /"reqId":"[^"]+"/)
 })

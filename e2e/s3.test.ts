@@ -7,21 +7,18 @@ import { after, before, test } from 'node:test'
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3'
 import type { KubeObject } from '../api/types.js'
 import { exampleDeployments } from '../test/support/gen-examples.js'
-import { get, post } from '../test/support/hooks-server.js'
-import { spawnEntry, type EntryProcess } from '../test/support/kollect-process.js'
+import { startPod, type Pod } from '../test/support/kollect-process.js'
 import { TYPES, controllerFor, customizeRequest, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
 import { pollUntil } from '../test/support/process.js'
 import { countingProxy, startS3, type CountingProxy, type S3Server } from '../test/support/s3.js'
 
 const TOKEN = 'e2e-s3-token-0123456789'
 const WRONG_SECRET = 'wrong-secret-key-e2e-0123456789'
-const auth = { Authorization: `Bearer ${TOKEN}` }
 const PREFIX = 'inventory/e2e/team-a'
 
 let s3: S3Server
 let proxy: CountingProxy
-let exporter: EntryProcess
-let hooks: EntryProcess
+let pod: Pod
 
 function s3Sink(name: string, secret: string): KubeObject {
   return {
@@ -45,26 +42,6 @@ function inventory(name: string, sink: string, deleting = false): KubeObject {
 const inventoryRequest = (inv: KubeObject, finalizing = false) =>
   goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: sinks() }), finalizing))
 
-async function hook(route: string, body: string): Promise<Record<string, unknown>> {
-  const res = await post(`http://127.0.0.1:${hooks.port}${route}`, body, auth)
-  assert.equal(res.status, 200, `${route}: ${res.status} ${res.text}`)
-  return res.json() as Record<string, unknown>
-}
-
-interface InventoryStatus { checksum: string; conditions: { type: string; status: string; reason: string }[]; sinks: { name: string; state: string; message: string }[] }
-
-/** Inventory sync until `done` holds for its status; the last status on failure. */
-async function inventoryUntil(inv: KubeObject, done: (s: InventoryStatus) => boolean): Promise<InventoryStatus> {
-  let last: InventoryStatus | undefined
-  await pollUntil(`inventory ${inv.metadata?.name}`, async () => {
-    last = (await hook('/hooks/inventories/sync', inventoryRequest(inv)))['status'] as InventoryStatus
-    return done(last)
-  }, { timeoutMs: 30_000, proc: exporter.proc }).catch((err: Error) => {
-    throw new Error(`${err.message}\nlast status: ${JSON.stringify(last)}\n${exporter.output().slice(-3000)}`)
-  })
-  return last as InventoryStatus
-}
-
 async function keys(prefix: string): Promise<string[]> {
   const page = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }))
   return (page.Contents ?? []).map((o) => o.Key as string).sort()
@@ -73,55 +50,49 @@ async function keys(prefix: string): Promise<string[]> {
 before(async () => {
   s3 = await startS3()
   proxy = await countingProxy(s3)
-  const common = {
-    KOLLECT_HOOK_TOKEN: TOKEN,
-    KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
+  const secrets = {
     KOLLECT_SECRET_TEAM_A__S3_KEYS__ACCESSKEYID: s3.credentials.accessKeyId as string,
     KOLLECT_SECRET_TEAM_A__S3_KEYS__SECRETACCESSKEY: s3.credentials.secretAccessKey as string,
     KOLLECT_SECRET_TEAM_A__WRONG_KEYS__ACCESSKEYID: s3.credentials.accessKeyId as string,
     KOLLECT_SECRET_TEAM_A__WRONG_KEYS__SECRETACCESSKEY: WRONG_SECRET,
   }
-  exporter = await spawnEntry('main-exporter', common)
-  hooks = await spawnEntry('main-hooks', { ...common, KOLLECT_EXPORTER_PORT: String(exporter.exporterPort) })
-  await pollUntil('hooks ready (exporter reachable)', async () => (await get(`http://127.0.0.1:${hooks.port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc: hooks.proc })
+  pod = await startPod(TOKEN, secrets)
 })
 
 after(async () => {
-  await hooks?.close()
-  await exporter?.close()
+  await pod?.close()
   await proxy?.close()
   await s3?.destroy()
 })
 
 test('the sink hook: the right keys are Reachable; a wrong secret key is Unreachable with the server\'s reason and no key', async () => {
   for (const sink of sinks()) {
-    const st = (await hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), sink, {}))))['status'] as { conditions: { type: string; status: string; reason: string; message: string }[] }
-    const ready = st.conditions.map((c) => [c.type, c.status, c.reason])
+    const st = (await pod.hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), sink, {})))).status ?? {}
+    const ready = st.conditions?.map((c) => [c.type, c.status, c.reason])
     if (sink.metadata?.name === 'objects') assert.deepEqual(ready, [['Ready', 'True', 'Valid'], ['Reachable', 'True', 'Reachable']], JSON.stringify(st))
     else {
       assert.deepEqual(ready, [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']], JSON.stringify(st))
-      assert.match(st.conditions[1]!.message, /SignatureDoesNotMatch \(HTTP 403\).*check the keys in the sink secret/)
+      assert.match(st.conditions?.[1]?.message ?? '', /SignatureDoesNotMatch \(HTTP 403\).*check the keys in the sink secret/)
       assert.ok(!JSON.stringify(st).includes(WRONG_SECRET))
     }
   }
 })
 
 test('target and inventory: one object per item and the pointer; one change writes exactly one object', async () => {
-  await hook('/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {})))
-  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
+  await pod.hook('/hooks/profiles/sync', goJson(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {})))
+  await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
   const inv = inventory('prod-inventory', 'objects')
-  await hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inv)))
-  const synced = (s: InventoryStatus) => s.conditions.find((c) => c.type === 'Synced')?.status === 'True'
-  const first = await inventoryUntil(inv, synced)
-  assert.deepEqual(first.sinks.map((s) => [s.name, s.state]), [['objects', 'Synced']])
+  await pod.hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inv)))
+  const first = await pod.waitSynced(inventoryRequest(inv))
+  assert.deepEqual(first.sinks?.map((s) => [s.name, s.state]), [['objects', 'Synced']])
   const base = `${PREFIX}/prod-inventory`
   assert.equal((await keys(`${base}/items/`)).length, 3)
   const pointer = JSON.parse(await (await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `${base}/latest.json` }))).Body!.transformToString()) as { checksum: string }
   assert.equal(pointer.checksum, first.checksum, 'the same checksum in the status and the bucket')
 
   const mark = proxy.requests.length
-  await hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
-  const second = await inventoryUntil(inv, (s) => synced(s) && s.checksum !== first.checksum)
+  await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments(true))))
+  const second = await pod.waitSynced(inventoryRequest(inv), { changedFrom: first.checksum })
   assert.equal(proxy.puts(`${base}/items/`, mark).length, 1, 'exactly one item object written')
   assert.deepEqual(proxy.puts(`${base}/latest.json`, mark), [`${base}/latest.json`])
   assert.equal((await keys(`${base}/items/`)).length, 3)
@@ -130,9 +101,9 @@ test('target and inventory: one object per item and the pointer; one change writ
 
 test('an inventory on the sink with the wrong key is Failing with a clear reason, and the key is in no status or log', async () => {
   const inv = inventory('denied-inventory', 'denied')
-  await hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inv)))
-  const failing = await inventoryUntil(inv, (s) => s.sinks.some((x) => x.name === 'denied' && x.state === 'Failing'))
-  const message = failing.sinks.find((x) => x.name === 'denied')!.message
+  await pod.hook('/hooks/inventories/customize', goJson(customizeRequest(controllerFor('kollect-inventories'), inv)))
+  const failing = await pod.inventoryUntil(inventoryRequest(inv), (s) => s.sinks?.some((x) => x.name === 'denied' && x.state === 'Failing') === true, { what: 'inventory denied-inventory' })
+  const message = failing.sinks?.find((x) => x.name === 'denied')?.message ?? ''
   assert.match(message, /s3 sink team-a\/denied: write failed: reading the latest pointer: GET .*SignatureDoesNotMatch \(HTTP 403\).*check the keys in the sink secret/, message)
   assert.match(message, /permanent/, message)
   assert.ok(!JSON.stringify(failing).includes(WRONG_SECRET))
@@ -141,15 +112,15 @@ test('an inventory on the sink with the wrong key is Failing with a clear reason
 
 test('deleting the inventory with deletionPolicy Delete removes its objects before finalize says done', async () => {
   const inv = inventory('prod-inventory', 'objects', true)
-  await pollUntil('finalized', async () => (await hook('/hooks/inventories/finalize', inventoryRequest(inv, true)))['finalized'] === true, { timeoutMs: 30_000, proc: exporter.proc })
+  await pollUntil('finalized', async () => (await pod.hook('/hooks/inventories/finalize', inventoryRequest(inv, true))).finalized === true, { timeoutMs: 30_000, proc: pod.exporter })
   assert.deepEqual(await keys(`${PREFIX}/prod-inventory/`), [])
 })
 
 test('the logs of both processes carry no credentials', () => {
-  for (const [name, proc] of [['hooks', hooks], ['exporter', exporter]] as const) {
-    const text = proc.output()
+  for (const name of ['hooks', 'exporter'] as const) {
+    const text = pod.log(name)
     assert.ok(text.length > 0, `${name} logged nothing`)
     for (const secret of [WRONG_SECRET, s3.credentials.secretAccessKey as string, TOKEN]) assert.ok(!text.includes(secret), `${name} log contains a credential`)
   }
-  assert.match(exporter.output(), /SignatureDoesNotMatch/, 'the failure itself is logged, scrubbed')
+  assert.match(pod.log('exporter'), /SignatureDoesNotMatch/, 'the failure itself is logged, scrubbed')
 })

@@ -25,30 +25,20 @@ HELM_GO=1.22.0
 K8S_MAJOR=1
 K8S_MINOR=31
 
-BIN_DIR="$KOLLECT_TOOLS_DIR/helm-$HELM_VERSION"
-HELM_BIN="${HELM:-$BIN_DIR/helm}"
-
+go_tool_bin HELM helm "$HELM_VERSION"
 if [ "${1:-}" = "--print-paths" ]; then
-  echo "HELM=$HELM_BIN"
+  echo "HELM=$TOOL_BIN"
   exit 0
 fi
 
 helm_version() { "$1" version --template '{{.Version}}' 2>/dev/null || true; }
+helm_current() { [ "$(helm_version "$1")" = "$HELM_VERSION" ]; }
 
-if [ -n "${HELM:-}" ]; then
-  [ -x "$HELM_BIN" ] || { echo "install-helm: HELM=$HELM_BIN is not an executable" >&2; exit 1; }
-elif [ "$(helm_version "$HELM_BIN")" != "$HELM_VERSION" ]; then
-  use_go "$HELM_GO"
-  echo "install-helm: building helm $HELM_VERSION with $("$GO" version | cut -d' ' -f3) into $BIN_DIR"
-  mkdir -p "$BIN_DIR"
-  ldflags="-s -w"
-  ldflags+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
-  ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
-  for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
-    ldflags+=" -X $pkg.k8sVersionMajor=$K8S_MAJOR -X $pkg.k8sVersionMinor=$K8S_MINOR"
-  done
-  GOBIN="$BIN_DIR" CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -trimpath" \
-    "$GO" install -ldflags "$ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-fi
-
-echo "install-helm: helm $(helm_version "$HELM_BIN") at $HELM_BIN"
+ldflags="-s -w"
+ldflags+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  ldflags+=" -X $pkg.k8sVersionMajor=$K8S_MAJOR -X $pkg.k8sVersionMinor=$K8S_MINOR"
+done
+go_tool HELM helm "$HELM_VERSION" "$HELM_GO" helm.sh/helm/v3/cmd/helm "$ldflags" helm_current
+echo "install-helm: helm $(helm_version "$TOOL_BIN") at $TOOL_BIN"

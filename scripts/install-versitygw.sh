@@ -19,26 +19,12 @@ VERSITYGW_VERSION=v1.8.0
 # versitygw v1.8.0's go.mod: the oldest Go that builds it.
 VERSITYGW_GO=1.25.0
 
-BIN_DIR="$KOLLECT_TOOLS_DIR/versitygw-$VERSITYGW_VERSION"
-VERSITYGW_BIN="${VERSITYGW:-$BIN_DIR/versitygw}"
-
+go_tool_bin VERSITYGW versitygw "$VERSITYGW_VERSION"
 if [ "${1:-}" = "--print-paths" ]; then
-  echo "VERSITYGW=$VERSITYGW_BIN"
+  echo "VERSITYGW=$TOOL_BIN"
   exit 0
 fi
 
-if [ -n "${VERSITYGW:-}" ]; then
-  [ -x "$VERSITYGW_BIN" ] || { echo "install-versitygw: VERSITYGW=$VERSITYGW_BIN is not an executable" >&2; exit 1; }
-elif [ ! -x "$VERSITYGW_BIN" ]; then
-  # The directory is keyed by version, so a binary there is the pinned one.
-  use_go "$VERSITYGW_GO"
-  echo "install-versitygw: building versitygw $VERSITYGW_VERSION with $("$GO" version | cut -d' ' -f3) into $BIN_DIR"
-  mkdir -p "$BIN_DIR"
-  GOBIN="$BIN_DIR.tmp" CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -trimpath" \
-    "$GO" install -ldflags "-s -w" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
-  # Moved in place only once complete, so an interrupted build is never taken for a finished one.
-  mv "$BIN_DIR.tmp/versitygw" "$VERSITYGW_BIN"
-  rmdir "$BIN_DIR.tmp"
-fi
-
-echo "install-versitygw: versitygw at $VERSITYGW_BIN"
+# The directory is keyed by version, so a binary there is the pinned one.
+go_tool VERSITYGW versitygw "$VERSITYGW_VERSION" "$VERSITYGW_GO" github.com/versity/versitygw/cmd/versitygw "-s -w"
+echo "install-versitygw: versitygw at $TOOL_BIN"

@@ -47,3 +47,33 @@ go_line() {
 required_version() {
   awk -v m="$2" '$1 == "require" { $1 = ""; $0 = substr($0, 2) } $1 == m { print $2; exit }' "$1/go.mod"
 }
+
+# go_tool_bin OVERRIDE TOOL VERSION: set TOOL_DIR to TOOL's cache directory at VERSION and
+# TOOL_BIN to the binary used: the one the environment variable named OVERRIDE points at, or the
+# cached build.
+go_tool_bin() {
+  TOOL_DIR="$KOLLECT_TOOLS_DIR/$2-$3"
+  TOOL_BIN="${!1:-$TOOL_DIR/$2}"
+}
+
+# go_tool OVERRIDE TOOL VERSION GO_MIN PACKAGE LDFLAGS [CURRENT]: make TOOL_BIN (go_tool_bin) a
+# binary of TOOL at VERSION. A set OVERRIDE is used as it is (no Go needed), once checked to be
+# executable. Otherwise PACKAGE@VERSION is built with Go GO_MIN or newer into TOOL_DIR, unless the
+# command CURRENT (given the binary; default: it is executable) accepts the one there.
+go_tool() {
+  local override="$1" tool="$2" version="$3" go_min="$4" pkg="$5" ldflags="$6" current="${7:-test -x}"
+  go_tool_bin "$override" "$tool" "$version"
+  if [ -n "${!override:-}" ]; then
+    [ -x "$TOOL_BIN" ] || { echo "$TOOL_SCRIPT: $override=$TOOL_BIN is not an executable" >&2; return 1; }
+  elif ! $current "$TOOL_BIN"; then
+    use_go "$go_min"
+    echo "$TOOL_SCRIPT: building $tool $version with $("$GO" version | cut -d' ' -f3) into $TOOL_DIR"
+    mkdir -p "$TOOL_DIR"
+    rm -rf "$TOOL_DIR.tmp"
+    GOBIN="$TOOL_DIR.tmp" CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -trimpath" \
+      "$GO" install -ldflags "$ldflags" "$pkg@$version"
+    # Moved in place only once complete, so an interrupted build is never taken for a finished one.
+    mv "$TOOL_DIR.tmp/$tool" "$TOOL_BIN"
+    rmdir "$TOOL_DIR.tmp"
+  fi
+}

@@ -1,9 +1,12 @@
 // Kollect as its own OS process (`npm start`'s entry point: hooks and exporter in one process),
-// for tests whose finding is about the process itself: a crash, its memory, its fairness.
+// for tests whose finding is about the process itself: a crash, its memory, its fairness; and
+// the pod's two containers as two processes, for the end-to-end tests.
+import assert from 'node:assert/strict'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { get } from './hooks-server.js'
+import type { InventoryStatus } from '../../api/types.js'
+import { get, post, type AnyStatus } from './hooks-server.js'
 import { ROOT } from './metacontroller.js'
 import { freePort } from './ports.js'
 import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from './process.js'
@@ -143,4 +146,119 @@ export async function spawnEntry(entry: Entry, env: Record<string, string> = {})
       rmSync(dataDir, { recursive: true, force: true })
     },
   }
+}
+
+/** A hook's answer: the status of the parent (every kind's fields, see AnyStatus) and the rest of the reply. */
+export interface HookAnswer {
+  status?: AnyStatus
+  finalized?: boolean
+  relatedResources?: { resource: string }[]
+}
+
+/** The pod's two containers as two processes: the hooks server and its exporter sidecar. */
+export interface Pod {
+  hooksUrl: string
+  exporterUrl: string
+  /** The directory of both logs; the processes' KOLLECT_DATA_DIR is its `data`. */
+  dir: string
+  dataDir: string
+  hooks: ServerProcess
+  /** The running exporter: a new process after startExporter(). */
+  readonly exporter: ServerProcess
+  /** POST a hook as Metacontroller does, with the token; asserts 200. */
+  hook(route: string, body: string): Promise<HookAnswer>
+  /** Inventory sync with `body` until `done` holds for its status; fails with the last status and the exporter's log. */
+  inventoryUntil(body: string, done: (status: InventoryStatus) => boolean, opts?: { what?: string; timeoutMs?: number | undefined }): Promise<InventoryStatus>
+  /** inventoryUntil Synced; with `changedFrom`, Synced with another checksum than that one. */
+  waitSynced(body: string, opts?: { changedFrom?: string | undefined; timeoutMs?: number | undefined }): Promise<InventoryStatus>
+  /** Start a new exporter process (the last one has exited) and wait until the hooks are ready again. */
+  startExporter(): Promise<void>
+  /** SIGTERM the exporter, wait for its exit, start it again. */
+  restartExporter(): Promise<void>
+  /** Everything a process has logged so far. */
+  log(which: 'hooks' | 'exporter'): string
+  close(): Promise<void>
+}
+
+/**
+ * Start main-exporter and main-hooks as in a pod: loopback, free ports, bearer `token`, a fresh
+ * directory, log level info, then `env` (sink secrets as KOLLECT_SECRET_* variables). Resolves
+ * once the hooks' /readyz says the exporter is reachable.
+ */
+export async function startPod(token: string, env: Record<string, string> = {}): Promise<Pod> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'kollect-pod-'))
+  const [hooksPort, exporterPort] = [await freePort(), await freePort()]
+  const hooksUrl = `http://127.0.0.1:${hooksPort}`
+  const exporterUrl = `http://127.0.0.1:${exporterPort}`
+  const dataDir = path.join(dir, 'data')
+  const podEnv: NodeJS.ProcessEnv = {
+    PATH: process.env['PATH'],
+    HOME: process.env['HOME'],
+    PORT: String(hooksPort),
+    HOST: '127.0.0.1',
+    KOLLECT_EXPORTER_PORT: String(exporterPort),
+    KOLLECT_EXPORTER_URL: exporterUrl,
+    KOLLECT_HOOK_TOKEN: token,
+    KOLLECT_DATA_DIR: dataDir,
+    KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
+    KOLLECT_LOG_LEVEL: 'info',
+    ...env,
+  }
+  const logFile = (which: 'hooks' | 'exporter') => path.join(dir, `${which}.log`)
+  const start = (which: 'hooks' | 'exporter') => startServerProcess(process.execPath, [path.join(ROOT, `dist/server/main-${which}.js`)], logFile(which), podEnv)
+  const ready = (proc: ServerProcess) =>
+    pollUntil('hooks ready (exporter reachable)', async () => (await get(`${hooksUrl}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc })
+  let exporter = start('exporter')
+  const hooks = start('hooks')
+  const pod: Pod = {
+    hooksUrl,
+    exporterUrl,
+    dir,
+    dataDir,
+    hooks,
+    get exporter() {
+      return exporter
+    },
+    hook: async (route, body) => {
+      const res = await post(hooksUrl + route, body, { Authorization: `Bearer ${token}` })
+      assert.equal(res.status, 200, `${route}: ${res.status} ${res.text}`)
+      return res.json() as HookAnswer
+    },
+    inventoryUntil: async (body, done, opts = {}) => {
+      let last: InventoryStatus | undefined
+      await pollUntil(opts.what ?? 'inventory', async () => {
+        last = (await pod.hook('/hooks/inventories/sync', body)).status ?? {}
+        return done(last)
+      }, { timeoutMs: opts.timeoutMs ?? 30_000, proc: exporter }).catch((err: Error) => {
+        throw new Error(`${err.message}\nlast status: ${JSON.stringify(last)}\n${exporter.logTail()}`)
+      })
+      return last as InventoryStatus
+    },
+    waitSynced: (body, opts = {}) =>
+      pod.inventoryUntil(body, (s) => s.conditions?.find((c) => c.type === 'Synced')?.status === 'True' && (opts.changedFrom === undefined || s.checksum !== opts.changedFrom), { what: 'inventory Synced', timeoutMs: opts.timeoutMs }),
+    startExporter: async () => {
+      exporter = start('exporter')
+      await ready(exporter)
+    },
+    restartExporter: async () => {
+      exporter.signalGroup('SIGTERM')
+      await waitForExit(exporter, 10_000)
+      await pod.startExporter()
+    },
+    log: (which) => readFileSync(logFile(which), 'utf8'),
+    close: async () => {
+      for (const p of [hooks, exporter]) {
+        p.signalGroup('SIGTERM')
+        await waitForExit(p, 5000)
+      }
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+  try {
+    await ready(hooks)
+  } catch (err) {
+    await pod.close()
+    throw err
+  }
+  return pod
 }
