@@ -83,8 +83,12 @@ test('a minutes-long profile times out at the deadline while normal syncs and /h
 
   assert.deepEqual([...healthStatuses], [200])
   assert.ok(healthz.length >= 20, `only ${healthz.length} probes`)
+  // A main thread that ran the profile would hold every probe for the whole deadline (1.5 s). The
+  // bound sits well below that and well above a shared CI machine's noise (one probe took 106 ms
+  // there while other builds ran): it tells isolation from its absence, not fast from slow (bench/tenants
+  // measures latency under attack against latency alone).
   const p99 = percentile(healthz, 99)
-  assert.ok(p99 < 100, `/healthz p99 ${p99.toFixed(1)} ms over ${healthz.length} probes (max ${Math.max(...healthz).toFixed(1)})`)
+  assert.ok(p99 < DEADLINE_MS / 3, `/healthz p99 ${p99.toFixed(1)} ms over ${healthz.length} probes (max ${Math.max(...healthz).toFixed(1)})`)
 })
 
 test('after the timeout the pool has replaced the worker and still serves', async () => {
