@@ -368,6 +368,7 @@ test('hooks.replicas=3: a hooks Deployment with a PDB and spread, one exporter D
   // The exporter's policy stays when the hooks' one is turned off: off loopback it is the exporter's fence.
   assert.deepEqual(all(render(['hooks.replicas=3', 'networkPolicy.enabled=false']), 'NetworkPolicy').map((n) => n.metadata.name), ['kollect-exporter'])
   assert.equal(only<Deployment>(render(['hooks.replicas=3', 'replicaCount=0']), 'Deployment', 'kollect-exporter').spec.replicas, 0)
+  assert.match(renderFails(['hooks.replicas=3', 'hookToken.enabled=false']), /hooks\.replicas > 1 needs hookToken\.enabled=true/)
 })
 
 test('hooks.replicas=3: custom spread, persistence on the exporter only, lint passes', () => {
