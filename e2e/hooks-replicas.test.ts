@@ -1,6 +1,8 @@
 // Hooks are stateless: three hooks processes behind a round-robin proxy, feeding one exporter,
 // export exactly what one hooks process does. The same Metacontroller-shaped sequence (several
-// targets, resyncs, a change, a removal) goes to both layouts, each with its own git remote.
+// targets, resyncs, a hooks restart, a change, a removal) goes to both layouts, each with its
+// own git remote. A report stamp from a per-process counter instead of the wall clock fails
+// here: the restarted process's stamps would be older than the held ones, so dropped as stale.
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
@@ -13,6 +15,8 @@ import { TYPES, controllerFor, customizeRequest, deployment, goJson, loadExample
 
 const TOKEN = 'replicas-token-0123456789'
 const DOC = 'inventory/e2e/team-a/prod-inventory.json'
+// Four targets on three replicas: round robin lands each target's next sync on another replica.
+const TARGETS = [0, 1, 2, 3]
 
 let root: string
 const layouts: { name: string; pod: Pod; remote: string }[] = []
@@ -30,8 +34,8 @@ function objects(i: number, opts: { image?: string; drop?: boolean } = {}): Kube
 const sink = (remote: string): KubeObject => ({ apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectSink', metadata: { name: 'history', namespace: 'team-a', uid: 'sink-history', generation: 1 }, spec: { type: 'git', cluster: 'e2e', deletionPolicy: 'Retain', git: { url: remote, branch: 'main' } } })
 function inventorySync(remote: string): string {
   const inv = loadExampleCr('inventory.yaml')
-  inv['spec'] = { targetRefs: [0, 1, 2].map((i) => ({ name: `deploys-${i}` })), sinkRefs: [{ name: 'history' }], debounce: '300ms', maxWait: '5s' }
-  return goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [0, 1, 2].map(target), [TYPES.sink]: [sink(remote)] })))
+  inv['spec'] = { targetRefs: TARGETS.map((i) => ({ name: `deploys-${i}` })), sinkRefs: [{ name: 'history' }], debounce: '300ms', maxWait: '5s' }
+  return goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: TARGETS.map(target), [TYPES.sink]: [sink(remote)] })))
 }
 const withoutExportTimes = (s: InventoryStatus) => ({ ...s, lastExportTime: null, sinks: s.sinks?.map((x) => ({ ...x, lastExportTime: null })) })
 const synced = (s: InventoryStatus) => s.conditions?.find((c) => c.type === 'Synced')?.status === 'True'
@@ -49,9 +53,14 @@ const steps: [string, Step, string][] = [
     await pod.hook('/hooks/sinks/sync', goJson(syncRequest(controllerFor('kollect-sinks'), sink(remote), {}))),
     await pod.hook('/hooks/targets/customize', goJson(customizeRequest(controllerFor('kollect-targets'), target(0)))),
   ], ''],
-  ['three targets, each synced three times', syncTargets([[0, {}], [1, {}], [2, {}]], 3), 'kollect: team-a/prod-inventory +12 ~0 -0 (12 items)'],
-  ['one image changes', syncTargets([[0, {}], [1, { image: 'registry.example.com/payments/t1-web-0:9.9.9' }], [2, {}]], 2), 'kollect: team-a/prod-inventory +0 ~1 -0 (12 items)'],
-  ['one Deployment goes away', syncTargets([[0, {}], [1, { image: 'registry.example.com/payments/t1-web-0:9.9.9' }], [2, { drop: true }]], 2), 'kollect: team-a/prod-inventory +0 ~0 -1 (11 items)'],
+  ['four targets, each synced three times', syncTargets([[0, {}], [1, {}], [2, {}], [3, {}]], 3), 'kollect: team-a/prod-inventory +16 ~0 -0 (16 items)'],
+  // A rolling update: one hooks process is replaced by a fresh one, with nothing carried over.
+  ['a hooks process restarts', async (pod) => {
+    await pod.restartHooks(pod.hooksReplicas.length - 1)
+    return []
+  }, ''],
+  ['one image changes', syncTargets([[0, {}], [1, { image: 'registry.example.com/payments/t1-web-0:9.9.9' }], [2, {}], [3, {}]], 2), 'kollect: team-a/prod-inventory +0 ~1 -0 (16 items)'],
+  ['one Deployment goes away', syncTargets([[0, {}], [1, { image: 'registry.example.com/payments/t1-web-0:9.9.9' }], [2, { drop: true }], [3, {}]], 2), 'kollect: team-a/prod-inventory +0 ~0 -1 (15 items)'],
 ]
 
 before(async () => {

@@ -180,6 +180,8 @@ export interface Pod {
   startExporter(): Promise<void>
   /** SIGTERM the exporter, wait for its exit, start it again. */
   restartExporter(): Promise<void>
+  /** SIGTERM hooks replica `i`, wait for its exit, start a fresh process on its port (a rolling update). */
+  restartHooks(i: number): Promise<void>
   /** Everything a process has logged so far. */
   log(which: 'hooks' | 'exporter'): string
   close(): Promise<void>
@@ -261,6 +263,14 @@ export async function startPod(token: string, env: Record<string, string> = {}, 
       exporter.signalGroup('SIGTERM')
       await waitForExit(exporter, 10_000)
       await pod.startExporter()
+    },
+    restartHooks: async (i) => {
+      const old = hooksReplicas[i] as ServerProcess
+      old.signalGroup('SIGTERM')
+      await waitForExit(old, 10_000)
+      const fresh = start('hooks', i, replicaPorts[i])
+      hooksReplicas[i] = fresh
+      await readyAt(`http://127.0.0.1:${replicaPorts[i]}`, fresh)
     },
     log: (which) => readFileSync(logFile(which), 'utf8'),
     close: async () => {
