@@ -12,6 +12,8 @@ export interface Config {
   hookAuth: HookAuth
   hookBodyLimit: number
   exporterPort: number
+  /** Where the exporter listens: loopback (the sidecar) unless a separate exporter Deployment sets it. */
+  exporterHost: string
   exporterUrl: string
   allowPrivateSinks: boolean
   logLevel: string
@@ -116,14 +118,19 @@ export interface ConfigDefaults extends Partial<Config> {
 export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}): Config {
   const exporterPort = int(env, 'KOLLECT_EXPORTER_PORT', defaults.exporterPort ?? 8081)
   const host = env['HOST'] ?? defaults.host ?? '0.0.0.0'
+  const auth = hookAuth(env, host, defaults.loopbackAuth)
+  const exporterHost = env['KOLLECT_EXPORTER_HOST'] ?? '127.0.0.1'
+  // Off loopback the token is the exporter API's only guard (docs/security.md).
+  if (!isLoopbackHost(exporterHost) && auth.mode !== 'token') throw new Error(`KOLLECT_EXPORTER_HOST=${exporterHost} is beyond loopback: the exporter API then needs a hook token, KOLLECT_HOOK_AUTH=none is refused`)
   return {
     port: int(env, 'PORT', defaults.port ?? 8080),
     host,
     dataDir: path.resolve(env['KOLLECT_DATA_DIR'] ?? defaults.dataDir ?? '.data'),
     cluster: env['KOLLECT_CLUSTER'] ?? defaults.cluster ?? 'default',
-    hookAuth: hookAuth(env, host, defaults.loopbackAuth),
+    hookAuth: auth,
     hookBodyLimit: int(env, 'KOLLECT_HOOK_BODY_LIMIT', 64 * 1024 * 1024),
     exporterPort,
+    exporterHost,
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
     allowPrivateSinks: bool(env, 'KOLLECT_ALLOW_PRIVATE_SINKS', defaults.allowPrivateSinks ?? false),
     logLevel: env['KOLLECT_LOG_LEVEL'] ?? defaults.logLevel ?? 'info',

@@ -13,6 +13,8 @@ import { join } from 'node:path'
 import {
   all,
   assertHardenedPod,
+  container,
+  envValue,
   k8sObjects,
   only,
   parseDocs,
@@ -294,6 +296,89 @@ test('settings reach both containers: cluster, allowPrivateSinks, extraEnv, imag
     assert.equal(c.image, 'registry.example/kollect:1.2.3')
     assert.equal(c.imagePullPolicy, 'Never')
   }
+})
+
+test('hooks.replicas=1 is the single pod, object for object; hooks.replicas=0 is refused', () => {
+  const withoutToken = (objects: K8sObject[]) => objects.filter((o) => o.kind !== 'Secret')
+  assert.deepEqual(withoutToken(render(['hooks.replicas=1'])), withoutToken(render()))
+  assert.match(renderFails(['hooks.replicas=0']), /replicas/)
+})
+
+type SpreadDeployment = Deployment & { spec: { strategy: { rollingUpdate?: { maxUnavailable: number } }; template: { spec: { topologySpreadConstraints?: { topologyKey: string; whenUnsatisfiable: string; labelSelector: { matchLabels: Record<string, string> } }[] } } } }
+type Pdb = K8sObject & { spec: { maxUnavailable?: number; minAvailable?: number; selector: { matchLabels: Record<string, string> } } }
+const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v)
+
+test('hooks.replicas=3: a hooks Deployment with a PDB and spread, one exporter Deployment behind its own Service', () => {
+  const objects = render(['hooks.replicas=3'])
+  assert.deepEqual(all(objects, 'Deployment').map((d) => d.metadata.name).sort(), ['kollect-exporter', 'kollect-hooks'], 'no single pod beside them')
+  const hooks = only<SpreadDeployment>(objects, 'Deployment', 'kollect-hooks')
+  const exporter = only<Deployment>(objects, 'Deployment', 'kollect-exporter')
+  const hooksPod = hooks.spec.template.metadata.labels
+  const exporterPod = exporter.spec.template.metadata.labels
+
+  assert.equal(hooks.spec.replicas, 3)
+  assert.equal(hooks.spec.strategy.type, 'RollingUpdate')
+  assert.deepEqual(hooks.spec.template.spec.containers.map((c) => c.name), ['hooks'])
+  assert.ok(!hooks.spec.template.spec.volumes.some((v) => v.name === 'data'), 'the hooks keep nothing on disk')
+  const h = container(hooks, 'hooks')
+  assert.equal(envValue(h, 'KOLLECT_EXPORTER_URL'), 'http://kollect-exporter:8081')
+  assert.equal(envValue(h, 'KOLLECT_HOOK_TOKEN_FILE'), '/var/run/secrets/kollect/hook-token/token')
+  assert.ok(h.resources?.requests?.cpu && h.resources.requests.memory, 'HPA-ready: cpu and memory requests')
+  const spread = hooks.spec.template.spec.topologySpreadConstraints ?? []
+  assert.deepEqual(spread.map((c) => [c.topologyKey, c.whenUnsatisfiable]), [['kubernetes.io/hostname', 'ScheduleAnyway'], ['topology.kubernetes.io/zone', 'ScheduleAnyway']])
+  for (const c of spread) assert.ok(selects(c.labelSelector.matchLabels, hooksPod) && !selects(c.labelSelector.matchLabels, exporterPod), 'spread counts hooks pods only')
+
+  const pdb = only<Pdb>(objects, 'PodDisruptionBudget', 'kollect-hooks')
+  assert.equal(pdb.apiVersion, 'policy/v1')
+  assert.equal(pdb.spec.maxUnavailable, 1)
+  assert.ok(selects(pdb.spec.selector.matchLabels, hooksPod) && !selects(pdb.spec.selector.matchLabels, exporterPod))
+
+  assert.equal(exporter.spec.replicas, 1)
+  assert.equal(exporter.spec.strategy.type, 'Recreate', 'never two exporters side by side')
+  assert.deepEqual(exporter.spec.template.spec.containers.map((c) => c.name), ['exporter'])
+  const e = container(exporter, 'exporter')
+  assert.equal(envValue(e, 'KOLLECT_EXPORTER_HOST'), '0.0.0.0')
+  assert.equal(envValue(e, 'KOLLECT_HOOK_TOKEN_FILE'), '/var/run/secrets/kollect/hook-token/token', 'off loopback only with the token')
+  assert.equal(envValue(e, 'KOLLECT_HOOK_AUTH'), undefined)
+  assert.deepEqual(e.ports?.map((p) => [p.name, p.containerPort]), [['exporter', 8081]])
+  assert.deepEqual(e.livenessProbe?.httpGet, { path: '/healthz', port: 'exporter' })
+  assert.equal(exporter.spec.template.spec.volumes.find((v) => v.name === 'data')?.emptyDir !== undefined, true)
+  for (const d of [hooks, exporter]) {
+    assert.equal(d.spec.template.spec.securityContext.runAsNonRoot, true, d.metadata.name)
+    for (const c of d.spec.template.spec.containers) assert.equal(c.securityContext?.readOnlyRootFilesystem, true, `${d.metadata.name}/${c.name}`)
+  }
+
+  const hooksSvc = only<Service>(objects, 'Service', 'kollect-hooks')
+  assert.ok(selects(hooksSvc.spec.selector, hooksPod) && !selects(hooksSvc.spec.selector, exporterPod), 'the hooks Service reaches the hooks pods only')
+  const exporterSvc = only<Service>(objects, 'Service', 'kollect-exporter')
+  assert.ok(selects(exporterSvc.spec.selector, exporterPod) && !selects(exporterSvc.spec.selector, hooksPod))
+  assert.deepEqual(exporterSvc.spec.ports.map((p) => [p.port, p.targetPort]), [[8081, 'exporter']])
+
+  const hooksNp = only<NetworkPolicy>(objects, 'NetworkPolicy', 'kollect-hooks')
+  assert.ok(selects(hooksNp.spec.podSelector.matchLabels ?? {}, hooksPod) && !selects(hooksNp.spec.podSelector.matchLabels ?? {}, exporterPod))
+  const exporterNp = only<NetworkPolicy>(objects, 'NetworkPolicy', 'kollect-exporter')
+  assert.ok(selects(exporterNp.spec.podSelector.matchLabels ?? {}, exporterPod))
+  const from = exporterNp.spec.ingress?.[0]?.from ?? []
+  assert.equal(exporterNp.spec.ingress?.length, 1)
+  assert.deepEqual(exporterNp.spec.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 8081 }])
+  assert.equal(from.length, 1)
+  const peer = from[0]?.podSelector as { matchLabels: Record<string, string> }
+  assert.equal(from[0]?.namespaceSelector, undefined, 'pods of this namespace only')
+  assert.ok(selects(peer.matchLabels, hooksPod) && !selects(peer.matchLabels, exporterPod), 'only the hooks pods reach the exporter')
+  // The exporter's policy stays when the hooks' one is turned off: off loopback it is the exporter's fence.
+  assert.deepEqual(all(render(['hooks.replicas=3', 'networkPolicy.enabled=false']), 'NetworkPolicy').map((n) => n.metadata.name), ['kollect-exporter'])
+  assert.equal(only<Deployment>(render(['hooks.replicas=3', 'replicaCount=0']), 'Deployment', 'kollect-exporter').spec.replicas, 0)
+  assert.match(renderFails(['hooks.replicas=3', 'hookToken.enabled=false']), /hooks\.replicas > 1 needs hookToken\.enabled=true/)
+})
+
+test('hooks.replicas=3: custom spread, persistence on the exporter only, lint passes', () => {
+  const objects = render(['hooks.replicas=3', 'persistence.enabled=true', 'hooks.topologySpreadConstraints[0].maxSkew=2', 'hooks.topologySpreadConstraints[0].topologyKey=rack', 'hooks.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule'])
+  const hooks = only<SpreadDeployment>(objects, 'Deployment', 'kollect-hooks')
+  assert.deepEqual(hooks.spec.template.spec.topologySpreadConstraints?.map((c) => c.topologyKey), ['rack'])
+  assert.ok(!hooks.spec.template.spec.volumes.some((v) => v.persistentVolumeClaim))
+  assert.equal(only<Deployment>(objects, 'Deployment', 'kollect-exporter').spec.template.spec.volumes.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName, 'kollect-data')
+  const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '--set', 'hooks.replicas=3'])
+  assert.equal(r.status, 0, r.stdout + r.stderr)
 })
 
 test('--include-crds: the chart installs the five CRDs of manifests/crds', () => {

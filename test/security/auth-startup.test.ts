@@ -82,6 +82,10 @@ describe('a blank hook token stops every entry point before it listens', { concu
     await refusesToStart('main-dev', { HOST: '0.0.0.0' }, /^invalid configuration: no hook token/)
   })
 
+  test('an exporter listening beyond loopback needs a token: KOLLECT_HOOK_AUTH=none is refused', async () => {
+    await refusesToStart('main-exporter', { KOLLECT_EXPORTER_HOST: '0.0.0.0', KOLLECT_HOOK_AUTH: 'none' }, /^invalid configuration: KOLLECT_EXPORTER_HOST=0.0.0.0 is beyond loopback: the exporter API then needs a hook token, KOLLECT_HOOK_AUTH=none is refused$/)
+  })
+
   test('contradictory or unknown settings are refused too', async () => {
     await refusesToStart('main-hooks', { KOLLECT_HOOK_AUTH: 'none', KOLLECT_HOOK_TOKEN: 'sekret' }, /^invalid configuration: KOLLECT_HOOK_AUTH=none, but a hook token is set too; unset one$/)
     await refusesToStart('main-hooks', { KOLLECT_HOOK_AUTH: 'off' }, /^invalid configuration: KOLLECT_HOOK_AUTH must be token or none, got "off"$/)
@@ -124,6 +128,23 @@ describe('running without authentication is explicit and logged', () => {
       assert.equal((await send(exporter.url, '/v1/targets/remove', { body: '{"namespace":"team-a","name":"t"}', headers: { Authorization: 'Bearer file-token-123' } })).status, 200)
     } finally {
       await Promise.all([hooks.close(), exporter.close()])
+    }
+  })
+
+  test('the exporter is on loopback only unless KOLLECT_EXPORTER_HOST says otherwise, and then the token guards it', async () => {
+    const ip = Object.values(os.networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address
+    assert.ok(ip, 'a non-loopback IPv4 address to test against')
+    const env = { KOLLECT_HOOK_TOKEN: 'exporter-token' }
+    const sidecar = await listening('main-exporter', { ...env, HOST: '0.0.0.0' })
+    const separate = await listening('main-exporter', { ...env, KOLLECT_EXPORTER_HOST: '0.0.0.0' })
+    try {
+      assert.equal(await canConnect(sidecar.exporterPort, 500, ip), false, 'HOST does not move the sidecar off loopback')
+      const url = `http://${ip}:${separate.exporterPort}`
+      assert.equal((await get(`${url}/healthz`)).status, 200)
+      assert.equal((await send(url, '/v1/targets/remove', { body: '{"namespace":"team-a","name":"t"}' })).status, 401)
+      assert.equal((await send(url, '/v1/targets/remove', { body: '{"namespace":"team-a","name":"t"}', headers: { Authorization: 'Bearer exporter-token' } })).status, 200)
+    } finally {
+      await Promise.all([sidecar.close(), separate.close()])
     }
   })
 

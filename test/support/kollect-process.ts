@@ -10,6 +10,7 @@ import { get, post, type AnyStatus } from './hooks-server.js'
 import { ROOT } from './metacontroller.js'
 import { freePort } from './ports.js'
 import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from './process.js'
+import { roundRobinProxy, type RoundRobin } from './round-robin.js'
 
 export interface KollectProcess {
   url: string
@@ -163,6 +164,10 @@ export interface Pod {
   dir: string
   dataDir: string
   hooks: ServerProcess
+  /** Every hooks process: `hooks` first, then the other replicas (startPod's `hooksReplicas`). */
+  hooksReplicas: ServerProcess[]
+  /** With several replicas, the round-robin proxy in front of them (hooksUrl is its address). */
+  proxy?: RoundRobin
   /** The running exporter: a new process after startExporter(). */
   readonly exporter: ServerProcess
   /** POST a hook as Metacontroller does, with the token; asserts 200. */
@@ -175,6 +180,8 @@ export interface Pod {
   startExporter(): Promise<void>
   /** SIGTERM the exporter, wait for its exit, start it again. */
   restartExporter(): Promise<void>
+  /** SIGTERM hooks replica `i`, wait for its exit, start a fresh process on its port (a rolling update). */
+  restartHooks(i: number): Promise<void>
   /** Everything a process has logged so far. */
   log(which: 'hooks' | 'exporter'): string
   close(): Promise<void>
@@ -183,12 +190,12 @@ export interface Pod {
 /**
  * Start main-exporter and main-hooks as in a pod: loopback, free ports, bearer `token`, a fresh
  * directory, log level info, then `env` (sink secrets as KOLLECT_SECRET_* variables). Resolves
- * once the hooks' /readyz says the exporter is reachable.
+ * once the hooks' /readyz says the exporter is reachable. With `hooksReplicas` > 1, that many
+ * hooks processes share the one exporter behind a round-robin proxy, as a Service spreads them.
  */
-export async function startPod(token: string, env: Record<string, string> = {}): Promise<Pod> {
+export async function startPod(token: string, env: Record<string, string> = {}, opts: { hooksReplicas?: number } = {}): Promise<Pod> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kollect-pod-'))
   const [hooksPort, exporterPort] = [await freePort(), await freePort()]
-  const hooksUrl = `http://127.0.0.1:${hooksPort}`
   const exporterUrl = `http://127.0.0.1:${exporterPort}`
   const dataDir = path.join(dir, 'data')
   const podEnv: NodeJS.ProcessEnv = {
@@ -205,17 +212,29 @@ export async function startPod(token: string, env: Record<string, string> = {}):
     ...env,
   }
   const logFile = (which: 'hooks' | 'exporter') => path.join(dir, `${which}.log`)
-  const start = (which: 'hooks' | 'exporter') => startServerProcess(process.execPath, [path.join(ROOT, `dist/server/main-${which}.js`)], logFile(which), podEnv)
-  const ready = (proc: ServerProcess) =>
-    pollUntil('hooks ready (exporter reachable)', async () => (await get(`${hooksUrl}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc })
+  const start = (which: 'hooks' | 'exporter', replica = 0, port = hooksPort) =>
+    startServerProcess(process.execPath, [path.join(ROOT, `dist/server/main-${which}.js`)], replica === 0 ? logFile(which) : path.join(dir, `hooks-${replica}.log`), { ...podEnv, PORT: String(port) })
+  const readyAt = (url: string, proc: ServerProcess) =>
+    pollUntil('hooks ready (exporter reachable)', async () => (await get(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 20_000, proc })
   let exporter = start('exporter')
-  const hooks = start('hooks')
+  const replicaPorts = [hooksPort]
+  for (let i = 1; i < (opts.hooksReplicas ?? 1); i++) replicaPorts.push(await freePort())
+  const hooksReplicas = replicaPorts.map((port, i) => start('hooks', i, port))
+  const hooks = hooksReplicas[0] as ServerProcess
+  const proxy = hooksReplicas.length > 1 ? await roundRobinProxy(replicaPorts.map((p) => `http://127.0.0.1:${p}`)) : undefined
+  const hooksUrl = proxy?.url ?? `http://127.0.0.1:${hooksPort}`
+  // Every replica must reach the exporter, not only the one the proxy happens to ask.
+  const ready = async (proc: ServerProcess) => {
+    for (const [i, port] of replicaPorts.entries()) await readyAt(`http://127.0.0.1:${port}`, i === 0 ? proc : hooksReplicas[i] as ServerProcess)
+  }
   const pod: Pod = {
     hooksUrl,
     exporterUrl,
     dir,
     dataDir,
     hooks,
+    hooksReplicas,
+    ...(proxy ? { proxy } : {}),
     get exporter() {
       return exporter
     },
@@ -245,9 +264,18 @@ export async function startPod(token: string, env: Record<string, string> = {}):
       await waitForExit(exporter, 10_000)
       await pod.startExporter()
     },
+    restartHooks: async (i) => {
+      const old = hooksReplicas[i] as ServerProcess
+      old.signalGroup('SIGTERM')
+      await waitForExit(old, 10_000)
+      const fresh = start('hooks', i, replicaPorts[i])
+      hooksReplicas[i] = fresh
+      await readyAt(`http://127.0.0.1:${replicaPorts[i]}`, fresh)
+    },
     log: (which) => readFileSync(logFile(which), 'utf8'),
     close: async () => {
-      for (const p of [hooks, exporter]) {
+      await proxy?.close()
+      for (const p of [...hooksReplicas, exporter]) {
         p.signalGroup('SIGTERM')
         await waitForExit(p, 5000)
       }

@@ -29,10 +29,10 @@ export async function freePort(): Promise<number> {
   throw new Error('could not find a free loopback port')
 }
 
-/** Resolves true once something accepts TCP connections on 127.0.0.1:port. */
-export function canConnect(port: number, timeoutMs = 500): Promise<boolean> {
+/** Resolves true once something accepts TCP connections on host:port. */
+export function canConnect(port: number, timeoutMs = 500, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port })
+    const socket = net.connect({ host, port })
     const done = (ok: boolean): void => {
       socket.destroy()
       resolve(ok)
