@@ -29,6 +29,7 @@ export function createExporter(config: Config, logger: Logger, metrics: Metrics,
     standby: config.leaderElection !== null,
   })
   metrics.setItemBudget(exporter.budgetBytes)
+  metrics.setLeader(exporter.isActive)
   return exporter
 }
 
@@ -50,7 +51,7 @@ export async function drainExporter(exporter: Exporter, graceMs: number, logger:
  * With leader election on, the exporter starts as a standby and writes only while it holds the
  * Lease; null when it is off. Gaining the lease resumes the journal's pending exports first.
  */
-export function electLeader(exporter: Exporter, config: Config, logger: Logger, env: Record<string, string | undefined> = process.env): LeaderElector | null {
+export function electLeader(exporter: Exporter, config: Config, logger: Logger, metrics: Metrics, env: Record<string, string | undefined> = process.env): LeaderElector | null {
   const settings = config.leaderElection
   if (!settings) return null
   const kc = loadKubeConfig(env)
@@ -58,9 +59,13 @@ export function electLeader(exporter: Exporter, config: Config, logger: Logger, 
   const elector = new LeaderElector(leaseApi(kc, settings.namespace, settings.name), settings, {
     onStartedLeading: () => {
       exporter.setActive(true)
+      metrics.setLeader(true)
       void exporter.restorePending()
     },
-    onStoppedLeading: () => exporter.setActive(false),
+    onStoppedLeading: () => {
+      exporter.setActive(false)
+      metrics.setLeader(false)
+    },
   }, logger)
   elector.start()
   return elector

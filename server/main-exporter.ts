@@ -11,7 +11,7 @@ const exporter = createExporter(config, logger, metrics)
 // Exports a sink still owed at the last shutdown resume now, before any target re-reports (a
 // standby resumes them when it gains the lease).
 await exporter.restorePending()
-const elector = electLeader(exporter, config, logger)
+const elector = electLeader(exporter, config, logger, metrics)
 const app = await buildExporterApp({ exporter, ready: () => exporter.isActive, auth: config.hookAuth, bodyLimit: config.hookBodyLimit, reportBodyLimit: reportBodyLimit(exporter.budgetBytes.namespace), maxJsonDepth: config.limits.maxJsonDepth, logger, metrics })
 await app.listen({ port: config.exporterPort, host: '127.0.0.1' })
 // The lease is released after the drain, so no standby writes while this one still does.

@@ -118,6 +118,8 @@ test('only the lease holder exports; after SIGKILL the standby takes over and no
     await landed(replicas, leader)
   }
   assert.equal(await isReady(standby), false, 'the standby stays not ready while the holder renews')
+  const leaderGauge = async (e: EntryProcess) => /^kollect_exporter_leader (\d)$/m.exec(await httpExporterClient(base(e), NONE).metrics())?.[1]
+  assert.deepEqual([await leaderGauge(leader), await leaderGauge(standby)], ['1', '0'], 'kollect_exporter_leader')
 
   // A change, then the holder dies at once: it may or may not have pushed it.
   await changeAll(14)
