@@ -29,9 +29,12 @@ export class Exporter implements ExporterClient {
   private readonly writer: SinkWriter
   private readonly journal: JournalKeeper
   private closed = false
+  /** Only an active exporter writes to sinks; a standby holds reports and compositions only. */
+  private active: boolean
 
   constructor(private readonly options: ExporterOptions) {
     this.clock = options.clock ?? realClock
+    this.active = !options.standby
     const log = this.log.bind(this)
     this.targets = new TargetStore(options.budget, options.observer, log)
     this.pool = new SinkPool(options.createSink, this.clock)
@@ -147,7 +150,7 @@ export class Exporter implements ExporterClient {
    */
   async restorePending(): Promise<number> {
     const journal = this.journal.journal
-    if (!journal) return 0
+    if (!journal || !this.active) return 0
     const { entries, problems } = await journal.load()
     for (const problem of problems) this.log('warn', 'skipped an unreadable pending export', { problem })
     let restored = 0
@@ -175,6 +178,38 @@ export class Exporter implements ExporterClient {
     const owing = [...this.inventories.values()].filter((inv) => !inv.finalizing && [...inv.sinks.values()].some((rt) => rt.pending))
     await Promise.all(owing.map((inv) => this.journal.save(inv)))
     return owing.length
+  }
+
+  get isActive(): boolean {
+    return this.active
+  }
+
+  /**
+   * Leadership changed. Losing it stops every writer at once (an in-flight sink call finishes,
+   * then the loop sees the abort) and drops what was owed: the next holder computes it again.
+   * Gaining it exports every inventory now, past the debounce, through the completeness gate:
+   * the state came in while standing by. What the last holder confirmed is unknown here, so
+   * every sink is written; each diffs against what it holds, so an unchanged export changes nothing.
+   */
+  setActive(active: boolean): void {
+    if (active === this.active || this.closed) return
+    this.active = active
+    for (const inv of this.inventories.values()) {
+      for (const rt of inv.sinks.values()) {
+        if (!active) {
+          this.writer.stop(rt)
+          rt.pending = null
+        } else {
+          if (rt.abort.signal.aborted) rt.abort = new AbortController()
+          rt.confirmed = null
+        }
+      }
+      if (active && !inv.finalizing && !inv.finalized) {
+        this.schedule.cancel(inv)
+        this.exportNow(inv)
+      }
+    }
+    this.options.observer?.onPendingChange?.(this.pendingCount())
   }
 
   pendingCount(): number {
@@ -228,7 +263,7 @@ export class Exporter implements ExporterClient {
   }
 
   private exportNow(inv: InventoryRuntime): void {
-    if (!this.schedule.gate(inv, this.missingTargets(inv.composition).length)) return
+    if (!this.schedule.gate(inv, this.missingTargets(inv.composition).length) || !this.active) return
     const items: Item[] = []
     for (const t of inv.composition.targets) for (const item of this.targets.items(t)) items.push(item)
     const snapshot = buildSnapshot(inv.composition.inventory, this.options.cluster, items)
@@ -242,6 +277,8 @@ export class Exporter implements ExporterClient {
   }
 
   private async runFinalize(inv: InventoryRuntime): Promise<void> {
+    // A standby writes nothing, deletes included: the finalize call is retried until it reaches the holder.
+    if (!this.active) throw new Error('this exporter is a standby; the lease holder finalizes')
     // Stop writers first, so a retrying write cannot land after the delete.
     for (const rt of inv.sinks.values()) this.writer.stop(rt)
     await Promise.allSettled([...inv.sinks.values()].map((rt) => rt.running))

@@ -60,4 +60,6 @@ export interface ExporterOptions {
   /** Where exports that sinks still owe are kept across a restart; none when left out. */
   journal?: PendingJournal
   log?: Log
+  /** Start as a standby (leader election): hold reports, write nothing until setActive(true). */
+  standby?: boolean
 }

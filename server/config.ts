@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import path from 'node:path'
 import { DEFAULT_LIMITS, type ExpressionLimits } from '../hooks/limits.js'
 import type { HookAuth } from './auth.js'
+import type { LeaseSettings } from './leader.js'
 
 export interface Config {
   port: number
@@ -35,6 +37,8 @@ export interface Config {
   itemBudgetBytes: number
   /** Fraction of itemBudgetBytes the targets of one namespace may hold together. */
   namespaceShare: number
+  /** Active/standby exporters over a Lease; null (the default) runs one exporter without API access. */
+  leaderElection: LeaseSettings | null
 }
 
 /** Sized to the chart's exporter memory limit (1 GiB); the arithmetic is in docs/operations.md#sizing. */
@@ -65,6 +69,24 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (/^(1|true|yes)$/i.test(raw)) return true
   if (/^(0|false|no)$/i.test(raw)) return false
   throw new Error(`${name} must be true or false, got ${JSON.stringify(raw)}`)
+}
+
+/** client-go's defaults (15s, 10s, 2s) and its constraint: duration > renew deadline > retry period. */
+function leaderElection(env: Env): LeaseSettings | null {
+  if (!bool(env, 'KOLLECT_LEADER_ELECTION', false)) return null
+  const settings: LeaseSettings = {
+    name: env['KOLLECT_LEASE_NAME'] || 'kollect-exporter',
+    namespace: env['KOLLECT_LEASE_NAMESPACE'] || env['POD_NAMESPACE'] || 'kollect-system',
+    identity: env['KOLLECT_LEASE_IDENTITY'] || env['POD_NAME'] || hostname(),
+    durationMs: int(env, 'KOLLECT_LEASE_DURATION_MS', 15_000),
+    renewDeadlineMs: int(env, 'KOLLECT_LEASE_RENEW_DEADLINE_MS', 10_000),
+    retryPeriodMs: int(env, 'KOLLECT_LEASE_RETRY_PERIOD_MS', 2_000),
+  }
+  if (settings.durationMs % 1000 !== 0 || settings.durationMs === 0) throw new Error(`KOLLECT_LEASE_DURATION_MS must be a positive whole number of seconds (the Lease holds seconds), got ${settings.durationMs}`)
+  if (!(settings.durationMs > settings.renewDeadlineMs && settings.renewDeadlineMs > settings.retryPeriodMs * 1.2 && settings.retryPeriodMs > 0)) {
+    throw new Error(`the lease settings need KOLLECT_LEASE_DURATION_MS > KOLLECT_LEASE_RENEW_DEADLINE_MS > 1.2 × KOLLECT_LEASE_RETRY_PERIOD_MS > 0, got ${settings.durationMs}, ${settings.renewDeadlineMs}, ${settings.retryPeriodMs}`)
+  }
+  return settings
 }
 
 const TO_RUN_OPEN = 'or KOLLECT_HOOK_AUTH=none to run without authentication'
@@ -146,6 +168,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
     itemBudgetBytes: int(env, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES', DEFAULT_ITEM_BUDGET_BYTES),
     namespaceShare: fraction(env, 'KOLLECT_EXPORTER_NAMESPACE_SHARE', DEFAULT_NAMESPACE_SHARE),
+    leaderElection: leaderElection(env),
     limits: {
       maxExpressionLength: int(env, 'KOLLECT_MAX_EXPRESSION_LENGTH', DEFAULT_LIMITS.maxExpressionLength),
       maxAttributes: int(env, 'KOLLECT_MAX_ATTRIBUTES', DEFAULT_LIMITS.maxAttributes),

@@ -29,6 +29,8 @@ export interface ExporterAppDeps {
   maxJsonDepth: number
   logger: Logger
   metrics: Metrics
+  /** Whether this exporter writes to sinks (false: a leader-election standby); ready when left out. */
+  ready?: () => boolean
 }
 
 /**
@@ -72,6 +74,11 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn', schema: { body: composition } }, async (req) => e.finalizeInventory(req.body))
   app.post<{ Body: ResolvedSink }>(EXPORTER_ROUTES.checkSink, { logLevel: 'warn', schema: { body: resolvedSinkSchema() } }, async (req) => e.checkSink(req.body))
   app.get('/healthz', async () => ({ status: 'ok' }))
+  // A standby is alive and takes reports, but it is not the exporter that writes.
+  app.get('/readyz', async (_request, reply) => {
+    const ok = deps.ready?.() ?? true
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'standby' })
+  })
   app.get('/metrics', async (_request, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()))
   return app
 }

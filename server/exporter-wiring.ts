@@ -6,6 +6,7 @@ import { createSinkFactory } from '../sinks/registry.js'
 import type { Config } from './config.js'
 import { envCredentials, kubeCredentials } from './credentials.js'
 import { loadKubeConfig } from './kube.js'
+import { LeaderElector, leaseApi } from './leader.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { checkResolvedEndpoint } from './ssrf.js'
@@ -25,8 +26,10 @@ export function createExporter(config: Config, logger: Logger, metrics: Metrics,
     budget: { maxBytes: config.itemBudgetBytes, namespaceShare: config.namespaceShare },
     journal: new PendingJournal(path.join(config.dataDir, 'pending')),
     log: (level, msg, fields) => logger[level](fields ?? {}, msg),
+    standby: config.leaderElection !== null,
   })
   metrics.setItemBudget(exporter.budgetBytes)
+  metrics.setLeader(exporter.isActive)
   return exporter
 }
 
@@ -42,4 +45,28 @@ export async function drainExporter(exporter: Exporter, graceMs: number, logger:
   const saved = await exporter.savePending()
   if (saved > 0) logger.warn({ inventories: saved, graceMs, settled }, 'exports still pending at shutdown were saved; the next start resumes them')
   await exporter.close()
+}
+
+/**
+ * With leader election on, the exporter starts as a standby and writes only while it holds the
+ * Lease; null when it is off. Gaining the lease resumes the journal's pending exports first.
+ */
+export function electLeader(exporter: Exporter, config: Config, logger: Logger, metrics: Metrics, env: Record<string, string | undefined> = process.env): LeaderElector | null {
+  const settings = config.leaderElection
+  if (!settings) return null
+  const kc = loadKubeConfig(env)
+  if (!kc) throw new Error('KOLLECT_LEADER_ELECTION is on, but there is no cluster: run in a pod or set KUBECONFIG')
+  const elector = new LeaderElector(leaseApi(kc, settings.namespace, settings.name), settings, {
+    onStartedLeading: () => {
+      exporter.setActive(true)
+      metrics.setLeader(true)
+      void exporter.restorePending()
+    },
+    onStoppedLeading: () => {
+      exporter.setActive(false)
+      metrics.setLeader(false)
+    },
+  }, logger)
+  elector.start()
+  return elector
 }

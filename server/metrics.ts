@@ -12,6 +12,8 @@ export interface Metrics {
   exporterObserver: ExporterObserver
   /** The exporter's item budget and namespace share, in bytes. */
   setItemBudget(bytes: { exporter: number; namespace: number }): void
+  /** Whether this exporter writes to sinks: it holds the Lease, or leader election is off. */
+  setLeader(leading: boolean): void
 }
 
 export type MetricsRole = 'all' | 'hooks' | 'exporter'
@@ -56,6 +58,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
   const heldTotal = new Gauge({ name: 'kollect_exporter_held_bytes', help: 'Bytes of items the exporter holds, as charged to its item budget.', registers: [exporter] })
   const heldByNamespace = new Gauge({ name: 'kollect_namespace_held_bytes', help: 'Bytes of items the exporter holds for the targets of each namespace, as charged to its share.', labelNames: ['namespace'] as const, registers: [exporter] })
   const budget = new Gauge({ name: 'kollect_item_budget_bytes', help: 'The item budget (scope exporter) and the share of one namespace (scope namespace), in bytes.', labelNames: ['scope'] as const, registers: [exporter] })
+  const leader = new Gauge({ name: 'kollect_exporter_leader', help: '1 when this exporter writes to sinks (it holds the Lease, or leader election is off), 0 for a standby.', registers: [exporter] })
   const refused = new Counter({ name: 'kollect_reports_refused_total', help: 'Target reports the exporter refused, by target (namespace/name) and the limit they would break (namespace|exporter).', labelNames: ['target', 'limit'] as const, registers: [exporter] })
   const merged = Registry.merge([registry, ...(role === 'exporter' ? [] : [hooks]), ...(role === 'hooks' ? [] : [exporter])])
   const sinkLabel = (s: { namespace: string; name: string }) => (s.namespace ? `${s.namespace}/${s.name}` : s.name)
@@ -93,6 +96,9 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     setItemBudget(bytes) {
       budget.set({ scope: 'exporter' }, bytes.exporter)
       budget.set({ scope: 'namespace' }, bytes.namespace)
+    },
+    setLeader(leading) {
+      leader.set(leading ? 1 : 0)
     },
   }
 }

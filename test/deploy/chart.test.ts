@@ -101,6 +101,8 @@ test('default values: the objects of one release', () => {
     'CompositeController/kollect-targets',
     'Deployment/kollect',
     'NetworkPolicy/kollect-hooks',
+    'Role/kollect-leader',
+    'RoleBinding/kollect-leader',
     'Secret/kollect-hook-token',
     'Service/kollect-hooks',
     'ServiceAccount/kollect',
@@ -188,7 +190,10 @@ test('the CompositeControllers are compositecontrollers/*.yaml, pointed at the r
 
 test('RBAC by default: Secrets through a ClusterRole and ClusterRoleBinding, discovery cluster-wide', () => {
   const objects = render()
-  assert.equal(all(objects, 'Role').length + all(objects, 'RoleBinding').length, 0)
+  // The one namespaced Role: the exporter's Lease, in the release namespace.
+  assert.deepEqual(all<Role>(objects, 'Role').map((r) => [r.metadata.name, r.metadata.namespace]), [['kollect-leader', NAMESPACE]])
+  assert.deepEqual(only<Role>(objects, 'Role', 'kollect-leader').rules, [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }, { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kollect-exporter'], verbs: ['get', 'update'] }])
+  assert.deepEqual(only<Binding>(objects, 'RoleBinding', 'kollect-leader').subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
   const exporter = only<Role>(objects, 'ClusterRole', 'kollect-exporter')
   assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
   const binding = only<Binding>(objects, 'ClusterRoleBinding', 'kollect-exporter')
@@ -202,8 +207,8 @@ test('tenantMode: a Role and RoleBinding per watched namespace, no cluster-wide 
   for (const role of all<Role>(objects, 'ClusterRole')) assert.deepEqual(secretRules(role), [], `${role.metadata.name} grants no Secrets`)
   assert.deepEqual(all<Binding>(objects, 'ClusterRoleBinding').map((b) => b.roleRef.name), ['kollect-discovery'])
 
-  const roles = all<Role>(objects, 'Role')
-  const bindings = all<Binding>(objects, 'RoleBinding')
+  const roles = all<Role>(objects, 'Role').filter((r) => r.metadata.name !== 'kollect-leader')
+  const bindings = all<Binding>(objects, 'RoleBinding').filter((b) => b.metadata.name !== 'kollect-leader')
   assert.deepEqual(roles.map((r) => r.metadata.namespace).sort(), ['team-a', 'team-b'])
   assert.deepEqual(bindings.map((b) => b.metadata.namespace).sort(), ['team-a', 'team-b'])
   for (const role of roles) assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])

@@ -129,14 +129,16 @@ test('the CompositeControllers call the Service and send the token the pod reads
   }
 })
 
-test('RBAC: the pod gets discovery and per-namespace Secret reads only', () => {
+test('RBAC: the pod gets discovery, per-namespace Secret reads and its Lease only', () => {
   const discovery = only<Role>(base, 'ClusterRole', 'kollect-discovery')
   assert.deepEqual(discovery.rules, [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*'], verbs: ['get'] }])
   const exporter = only<Role>(base, 'ClusterRole', 'kollect-exporter')
   assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
 
   const bindings = [...all<Binding>(base, 'ClusterRoleBinding'), ...all<Binding>(base, 'RoleBinding')]
-  assert.deepEqual(bindings.map((b) => b.roleRef.name), ['kollect-discovery'], 'kollect-exporter is not bound cluster-wide by the base')
+  assert.deepEqual(bindings.map((b) => b.roleRef.name), ['kollect-discovery', 'kollect-leader'], 'kollect-exporter is not bound cluster-wide by the base')
+  // Leader election: the exporter's one Lease, in its own namespace.
+  assert.deepEqual(only<Role>(base, 'Role', 'kollect-leader').rules, [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }, { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kollect-exporter'], verbs: ['get', 'update'] }])
   for (const b of bindings) assert.deepEqual(b.subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
 
   const example = k8sObjects(parseDocs(readRepoFile('manifests/exporter-secrets-rolebinding.example.yaml'), 'example'))

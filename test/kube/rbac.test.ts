@@ -12,6 +12,7 @@ import path from 'node:path'
 import * as k8s from '@kubernetes/client-node'
 import type { ResolvedSink } from '../../api/types.js'
 import { kubeCredentials } from '../../server/credentials.js'
+import { leaseApi } from '../../server/leader.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
 import { ROOT } from '../support/metacontroller.js'
 import { requireTool } from '../support/tools.js'
@@ -133,4 +134,19 @@ subjects: [{kind: Group, name: auditors, apiGroup: rbac.authorization.k8s.io}]
   const audited = kubeCredentials(cp.impersonating('alice', ['auditors']), 0)
   assert.deepEqual(await audited(sink('team-b')), { dsn: 'postgres://u:pw@db.team-b/inv' })
   await assert.rejects(audited(sink('team-a')), /HTTP 403/, 'the group is bound in team-b only')
+})
+
+test('leader election: the exporter creates, reads and renews its own Lease in the release namespace, and no other', async () => {
+  const sa = cp.impersonating('system:serviceaccount:wide-system:wide-kollect')
+  const own = leaseApi(sa, 'wide-system', 'wide-kollect-exporter')
+  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'wide-kollect-exporter', namespace: 'wide-system' }, spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 15 } }
+  assert.equal(await own.create(lease), true)
+  const read = await own.read()
+  assert.equal(read?.spec?.holderIdentity, 'pod-a')
+  assert.equal(await own.replace({ ...lease, metadata: read?.metadata ?? {}, spec: { ...lease.spec, holderIdentity: 'pod-b' } }), true)
+  assert.equal((await own.read())?.spec?.holderIdentity, 'pod-b')
+  const code = (p: Promise<unknown>) => p.then(() => 200, (err: { code?: number }) => err.code)
+  // Another Lease in the same namespace (create is not narrowable by name, reads and updates are).
+  assert.equal(await code(leaseApi(sa, 'wide-system', 'kube-scheduler').read()), 403)
+  assert.equal(await code(leaseApi(sa, 'team-a', 'wide-kollect-exporter').create({ ...lease, metadata: { name: 'wide-kollect-exporter', namespace: 'team-a' } })), 403)
 })

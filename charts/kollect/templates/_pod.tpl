@@ -128,6 +128,13 @@ securityContext:
       value: {{ $r.Values.exporter.itemBudgetBytes | int64 | quote }}
     - name: KOLLECT_EXPORTER_NAMESPACE_SHARE
       value: {{ $r.Values.exporter.namespaceShare | quote }}
+    # The Lease the rbac.yaml Role names, and the pod as its holder (KOLLECT_LEADER_ELECTION).
+    - name: KOLLECT_LEASE_NAME
+      value: {{ printf "%s-exporter" (include "kollect.fullname" $r) | quote }}
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: POD_NAMESPACE
+      valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
     - name: NODE_OPTIONS
       value: {{ printf "--max-semi-space-size=32 --max-old-space-size=%d" ($r.Values.exporter.heapMb | int) | quote }}
     {{- include "kollect.commonEnv" $r | trim | nindent 4 }}

@@ -1,0 +1,187 @@
+// Issue 12: two exporter processes compete for a coordination.k8s.io/v1 Lease on a real API
+// server and share one bare git remote. Both take every report (as the hooks would send them);
+// only the holder commits. The holder is SIGKILLed right after a change: the standby takes the
+// lease within the lease duration and the export history has every change exactly once.
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import type { InventoryComposition, ObjectRef, Snapshot } from '../../api/types.js'
+import { httpExporterClient } from '../../server/exporter-app.js'
+import { createBareRemote, git, gitLog } from '../support/git.js'
+import { get } from '../support/hooks-server.js'
+import { TARGET, bumpReplicas, makeItems } from '../support/items.js'
+import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
+import { spawnEntry, type EntryProcess } from '../support/kollect-process.js'
+import { pollUntil, waitForExit } from '../support/process.js'
+
+const LEASE_MS = 4_000
+const INV: ObjectRef = { namespace: 'team-a', name: 'deployments' }
+const DOC = 'inventory/lab-west/team-a/deployments.json'
+const ITEMS = makeItems(5)
+const NONE = { mode: 'none', reason: 'test' } as const
+
+let cp: ControlPlane
+let root: string
+let remote: string
+const exporters: EntryProcess[] = []
+
+before(async () => {
+  cp = await startControlPlane()
+  await cp.applyYaml('apiVersion: v1\nkind: Namespace\nmetadata: {name: kollect-system}\n')
+  root = mkdtempSync(path.join(os.tmpdir(), 'kollect-leader-'))
+  remote = await createBareRemote(root)
+}, { timeout: 180_000 })
+
+after(async () => {
+  await Promise.all(exporters.map((e) => e.close()))
+  await cp?.close()
+  if (root) rmSync(root, { recursive: true, force: true })
+})
+
+async function startExporter(identity: string, lease = 'kollect-exporter', durationMs = LEASE_MS): Promise<EntryProcess> {
+  const e = await spawnEntry('main-exporter', {
+    KUBECONFIG: cp.kubeconfigPath,
+    KOLLECT_HOOK_AUTH: 'none',
+    KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
+    KOLLECT_LEADER_ELECTION: 'true',
+    KOLLECT_LEASE_NAMESPACE: 'kollect-system',
+    KOLLECT_LEASE_NAME: lease,
+    KOLLECT_LEASE_IDENTITY: identity,
+    KOLLECT_LEASE_DURATION_MS: String(durationMs),
+    KOLLECT_LEASE_RENEW_DEADLINE_MS: String(durationMs - 1000),
+    KOLLECT_LEASE_RETRY_PERIOD_MS: '500',
+  })
+  exporters.push(e)
+  await pollUntil('exporter /healthz', async () => (await get(`${base(e)}/healthz`).catch(() => null))?.status === 200, { timeoutMs: 20_000, proc: e.proc })
+  return e
+}
+
+const base = (e: EntryProcess) => `http://127.0.0.1:${e.exporterPort}`
+const isReady = async (e: EntryProcess) => !e.proc.hasExited() && (await get(`${base(e)}/readyz`).catch(() => null))?.status === 200
+
+function composition(repo: string): InventoryComposition {
+  return {
+    inventory: INV, generation: 1, targets: [TARGET], debounceMs: 100, maxWaitMs: 1_000, suspend: false,
+    sinks: [{ namespace: 'team-a', name: 'record', spec: { type: 'git', cluster: 'lab-west', git: { url: repo, branch: 'main' } } }],
+  }
+}
+
+let generation = 0
+/** The first item at `replicas`, reported with the composition to every exporter still running, as the hooks fan them out. */
+async function change(to: EntryProcess[], repo: string, replicas: number): Promise<void> {
+  generation++
+  const items = [bumpReplicas(ITEMS[0] as (typeof ITEMS)[number], replicas), ...ITEMS.slice(1)]
+  await Promise.all(to.filter((e) => !e.proc.hasExited()).map(async (e) => {
+    const c = httpExporterClient(base(e), NONE)
+    await c.applyInventory(composition(repo))
+    assert.deepEqual(await c.reportTarget({ target: TARGET, generation, checksum: '', items, failedKeys: [] }), { accepted: true })
+  }))
+}
+
+/** Replicas of the first item in every commit that touched the export, oldest first. */
+async function exportedHistory(repo = remote): Promise<number[]> {
+  // No branch yet: nothing exported.
+  const commits = (await gitLog(repo, 'main').catch(() => [])).reverse()
+  const values: number[] = []
+  for (const c of commits) {
+    const doc = await git(repo, 'show', `${c.sha}:${DOC}`).catch(() => null)
+    if (doc === null) continue
+    values.push((JSON.parse(doc) as Snapshot).items.find((i) => i.uid === ITEMS[0]?.uid)?.attributes['replicas'] as number)
+  }
+  return values
+}
+
+function landedIn(repo: string, replicas: number, writer: EntryProcess): Promise<void> {
+  return pollUntil(`replicas ${replicas} in the remote`, async () => (await exportedHistory(repo)).at(-1) === replicas, { timeoutMs: 20_000, proc: writer.proc })
+}
+
+const leasePath = (name: string) => `/apis/coordination.k8s.io/v1/namespaces/kollect-system/leases/${name}`
+
+test('only the lease holder exports; after SIGKILL the standby takes over and no change is lost or committed twice', { timeout: 180_000 }, async () => {
+  const pair = [await startExporter('exporter-a'), await startExporter('exporter-b')]
+  const changeAll = (replicas: number) => change(pair, remote, replicas)
+  const landed = (replicas: number, writer: EntryProcess) => landedIn(remote, replicas, writer)
+
+  await pollUntil('one exporter holds the lease', async () => (await Promise.all(pair.map(isReady))).some(Boolean), { timeoutMs: 20_000 })
+  const ready = await Promise.all(pair.map(isReady))
+  assert.equal(ready.filter(Boolean).length, 1, 'exactly one exporter is ready')
+  const leader = pair[ready.indexOf(true)] as EntryProcess
+  const standby = pair[ready.indexOf(false)] as EntryProcess
+  const lease = await cp.request('GET', '/apis/coordination.k8s.io/v1/namespaces/kollect-system/leases/kollect-exporter')
+  assert.equal(lease.status, 200, lease.body)
+  assert.equal(lease.json<{ spec: { holderIdentity: string } }>().spec.holderIdentity, leader === pair[0] ? 'exporter-a' : 'exporter-b')
+
+  for (const replicas of [11, 12, 13]) {
+    await changeAll(replicas)
+    await landed(replicas, leader)
+  }
+  assert.equal(await isReady(standby), false, 'the standby stays not ready while the holder renews')
+  const leaderGauge = async (e: EntryProcess) => /^kollect_exporter_leader (\d)$/m.exec(await httpExporterClient(base(e), NONE).metrics())?.[1]
+  assert.deepEqual([await leaderGauge(leader), await leaderGauge(standby)], ['1', '0'], 'kollect_exporter_leader')
+
+  // A change, then the holder dies at once: it may or may not have pushed it.
+  await changeAll(14)
+  leader.proc.signalGroup('SIGKILL')
+  const killedAt = Date.now()
+  await waitForExit(leader.proc, 5_000)
+  await pollUntil('the standby takes the lease', () => isReady(standby), { timeoutMs: 3 * LEASE_MS, proc: standby.proc })
+  const takeoverMs = Date.now() - killedAt
+  // The standby times the lease from when it saw the last renewal (up to one retry period late)
+  // and tries once per retry period (500 ms, +20% jitter): lease + 2 retry periods, plus slack
+  // for two shared cores.
+  assert.ok(takeoverMs <= LEASE_MS + 3_000, `the standby took over ${takeoverMs} ms after the kill; the lease lasts ${LEASE_MS} ms`)
+  // The state came in while standing by: the export resumes without any new report.
+  await landed(14, standby)
+  const resumedMs = Date.now() - killedAt
+  for (const replicas of [15, 16]) {
+    await changeAll(replicas)
+    await landed(replicas, standby)
+  }
+  console.log(`takeover ${takeoverMs} ms, export of the pending change ${resumedMs} ms after the kill (lease ${LEASE_MS} ms)`)
+  assert.deepEqual(await exportedHistory(), [11, 12, 13, 14, 15, 16], 'every change committed once, in order, by whichever exporter held the lease')
+})
+
+test('a SIGTERMed holder releases the lease: the standby takes over well before the lease would expire', { timeout: 120_000 }, async () => {
+  const durationMs = 10_000
+  const pair = [await startExporter('release-a', 'release-test', durationMs), await startExporter('release-b', 'release-test', durationMs)]
+  await pollUntil('one exporter holds the lease', async () => (await Promise.all(pair.map(isReady))).some(Boolean), { timeoutMs: 20_000 })
+  const ready = await Promise.all(pair.map(isReady))
+  const leader = pair[ready.indexOf(true)] as EntryProcess
+  const standby = pair[ready.indexOf(false)] as EntryProcess
+  leader.proc.signalGroup('SIGTERM')
+  const stoppedAt = Date.now()
+  await pollUntil('the standby takes the lease', () => isReady(standby), { timeoutMs: 2 * durationMs, proc: standby.proc })
+  const takeoverMs = Date.now() - stoppedAt
+  console.log(`takeover ${takeoverMs} ms after SIGTERM (lease ${durationMs} ms)`)
+  assert.ok(takeoverMs < durationMs / 2, `took over ${takeoverMs} ms after SIGTERM; without the release it waits out the ${durationMs} ms lease`)
+  assert.equal(await leader.proc.exited, 'exit 0', 'a clean exit')
+})
+
+test('a holder that sees another holder stops writing at once, and writes the held state when it gets the lease back', { timeout: 120_000 }, async () => {
+  const repo = await createBareRemote(root, 'stolen.git')
+  const alone = await startExporter('victim', 'stolen-test')
+  await pollUntil('the exporter holds the lease', () => isReady(alone), { timeoutMs: 20_000, proc: alone.proc })
+  await change([alone], repo, 21)
+  await landedIn(repo, 21, alone)
+
+  /** Write the Lease as admin, retrying when the exporter's renewal wrote in between (409). */
+  const setHolder = async (holder: string, seconds: number) => {
+    await pollUntil(`the lease given to ${JSON.stringify(holder)}`, async () => {
+      const lease = (await cp.request('GET', leasePath('stolen-test'))).json<{ spec: Record<string, unknown> }>()
+      lease.spec = { ...lease.spec, holderIdentity: holder, leaseDurationSeconds: seconds }
+      return (await cp.request('PUT', leasePath('stolen-test'), { body: lease })).status === 200
+    }, { timeoutMs: 10_000 })
+  }
+  await setHolder('intruder', 3600)
+  await pollUntil('the exporter turns standby', async () => !(await isReady(alone)), { timeoutMs: 5_000, proc: alone.proc })
+  await change([alone], repo, 22)
+  await new Promise((r) => setTimeout(r, 2_000))
+  assert.deepEqual(await exportedHistory(repo), [21], 'a standby exports nothing, though it took the report')
+
+  await setHolder('', 1)
+  await landedIn(repo, 22, alone)
+  assert.equal(await isReady(alone), true)
+  assert.deepEqual(await exportedHistory(repo), [21, 22])
+})
