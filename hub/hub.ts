@@ -108,6 +108,11 @@ export class Hub {
     })()
   }
 
+  /** Settles when consuming ends: rejects if a message could not be handled (the process should restart). */
+  get finished(): Promise<void> {
+    return this.loop ?? Promise.resolve()
+  }
+
   /** Stop consuming; what is not acknowledged comes back to the next start. */
   async stop(): Promise<void> {
     this.abort.abort()

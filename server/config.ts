@@ -13,6 +13,8 @@ export interface Config {
   hookBodyLimit: number
   exporterPort: number
   exporterUrl: string
+  /** Hub mode: the hub's config file (docs/operations.md#hub-mode). */
+  hubConfigFile: string
   allowPrivateSinks: boolean
   logLevel: string
   maxInflightRequests: number
@@ -125,6 +127,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     hookBodyLimit: int(env, 'KOLLECT_HOOK_BODY_LIMIT', 64 * 1024 * 1024),
     exporterPort,
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
+    hubConfigFile: env['KOLLECT_HUB_CONFIG'] ?? '/etc/kollect/hub.yaml',
     allowPrivateSinks: bool(env, 'KOLLECT_ALLOW_PRIVATE_SINKS', defaults.allowPrivateSinks ?? false),
     logLevel: env['KOLLECT_LOG_LEVEL'] ?? defaults.logLevel ?? 'info',
     // Metacontroller runs 5 workers per controller and Kollect has 4 controllers: an ordinary
