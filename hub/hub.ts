@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream'
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream'
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { retryUntilDone, DEFAULT_BACKOFF, type BackoffPolicy } from '../exporter/retry.js'
 import type { Log } from '../exporter/index.js'
@@ -34,6 +34,7 @@ interface NamedSink {
 
 export class Hub {
   private nc: NatsConnection | undefined
+  private jsm: JetStreamManager | undefined
   private messages: ConsumerMessages | undefined
   private sinks: NamedSink[] = []
   private state: FleetState = {}
@@ -72,6 +73,7 @@ export class Hub {
     })))
     this.nc = await connect({ servers: settings.servers, ...settings.auth, maxReconnectAttempts: -1, name: 'kollect-hub' })
     const jsm = await jetstreamManager(this.nc)
+    this.jsm = jsm
     const { stream, subject, durable } = config.nats
     // The spokes' sinks create the stream; a hub started first waits for it.
     await retryUntilDone(() => jsm.streams.info(stream), {
@@ -162,6 +164,8 @@ export class Hub {
         break
       }
       case 'snapshot':
+        // Catching up (a replay, or a hub that was stopped): only an inventory's newest marker is exported, so the sinks never go back in time.
+        if (await this.newerMarker(m)) break
         await this.exportAll(v.key, (s) => s.write({ ...v.snapshot, spoke: { lastMarkerAt: v.lastMarkerAt } }))
         this.noteMarker(v.snapshot.cluster, v.lastMarkerAt)
         break
@@ -203,6 +207,11 @@ export class Hub {
         }
       }
     }
+  }
+
+  private async newerMarker(m: JsMsg): Promise<boolean> {
+    const last = await this.jsm?.streams.getMessage(this.options.config.nats.stream, { last_by_subj: m.subject }).catch(() => null)
+    return last !== null && last !== undefined && last.seq > m.seq
   }
 
   private pending(key: string): JsMsg[] {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
@@ -171,6 +171,15 @@ describe('hub mode (real nats-server, git and PostgreSQL)', () => {
     for (const cluster of ['east', 'west']) assert.equal((await document(cluster)).checksum, checksumOf(cluster))
     assert.equal(await itemRows('west'), N - 1)
     assert.deepEqual((await snapshotRows('west')).map((r) => r.checksum), [itemsChecksum([...makeItems(N, 1000)].sort(compareItems)), checksumOf('west')])
+
+    // A hub that lost what it held replays the whole stream: only the newest markers are exported, so nothing is written again.
+    await hub.stop()
+    rmSync(path.join(root, 'hub-data', 'hub', 'consumer'))
+    ;({ hub, metrics } = await startHub())
+    await hubCaughtUp()
+    assert.equal((await commits()).length, 5)
+    assert.equal((await snapshotRows('east')).length, 3)
+    assert.equal((await snapshotRows('west')).length, 2)
 
     // A spoke publishing as the other cluster is refused: nothing reaches the sinks.
     const nc = await connect({ servers: nats.url })
