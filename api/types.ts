@@ -207,6 +207,8 @@ export interface Snapshot {
   /** SHA-256 (hex) of the canonical JSON of `items`. */
   checksum: string
   items: Item[]
+  /** Hub exports only: when the spoke published the marker this snapshot closes, so a reader sees since when a silent spoke's data dates. */
+  spoke?: { lastMarkerAt: string }
 }
 
 /** What a target sync hands to the exporter. */

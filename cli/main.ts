@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { enableLinearRegExps } from '../server/regexp-engine.js'
+import { HUB_USAGE, runHub } from './hub.js'
 import { EXIT_OK, EXIT_USAGE, RunError, UsageError, type Io } from './io.js'
 import { runPreview } from './preview.js'
 import { PREVIEW_USAGE } from './preview-options.js'
@@ -18,6 +19,7 @@ Commands:
              cluster) and print the items the target would export
   validate   check Kollect resources in YAML files against their CRD schemas and compile
              every expression
+  hub        run in hub mode: fan in the spokes' NATS events to the hub's sinks
 
 Options:
   -h, --help       show this help
@@ -29,6 +31,7 @@ Run 'kollect <command> --help' for the options of a command.
 const COMMANDS: Record<string, { run: (argv: string[], io: Io) => Promise<number>; usage: string }> = {
   preview: { run: runPreview, usage: PREVIEW_USAGE },
   validate: { run: runValidate, usage: VALIDATE_USAGE },
+  hub: { run: runHub, usage: HUB_USAGE },
 }
 
 /** The version in the package.json above this module (source tree, dist/ or an installed copy). */

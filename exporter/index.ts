@@ -1,6 +1,6 @@
 // The exporter's public surface: server/, bench/ and tests import from here, never from its parts.
 export { Exporter } from './exporter.js'
 export {
-  DEFAULT_SINK, realClock, type Clock, type DriftEvent, type ExportEvent, type ExporterObserver, type ExporterOptions,
+  DEFAULT_SINK, realClock, type Clock, type DriftEvent, type ExportEvent, type ExporterObserver, type ExporterOptions, type Log,
 } from './options.js'
 export { SINK_CHECK_TIMEOUT_MS, SINK_CHECK_TTL_MS } from './pool.js'

@@ -17,6 +17,8 @@ export interface Config {
   /** Where the exporter listens: loopback (the sidecar) unless a separate exporter Deployment sets it. */
   exporterHost: string
   exporterUrl: string
+  /** Hub mode: the hub's config file (docs/operations.md#hub-mode). */
+  hubConfigFile: string
   allowPrivateSinks: boolean
   logLevel: string
   maxInflightRequests: number
@@ -154,6 +156,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     exporterPort,
     exporterHost,
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
+    hubConfigFile: env['KOLLECT_HUB_CONFIG'] ?? '/etc/kollect/hub.yaml',
     allowPrivateSinks: bool(env, 'KOLLECT_ALLOW_PRIVATE_SINKS', defaults.allowPrivateSinks ?? false),
     logLevel: env['KOLLECT_LOG_LEVEL'] ?? defaults.logLevel ?? 'info',
     // Metacontroller runs 5 workers per controller and Kollect has 4 controllers: an ordinary

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { crdReferencePath, renderCrdReference, statusTypesPath } from '../../cli/crd-docs.js'
 import { renderStatusTypes } from '../../cli/crd-types.js'
 import { ERRORS } from '../../server/errors.js'
+import { createHubMetrics } from '../../hub/metrics.js'
 import { createMetrics } from '../../server/metrics.js'
 import { ROOT } from '../support/metacontroller.js'
 
@@ -33,8 +34,9 @@ test('every HTTP error code has a row in docs/operations.md, with its status', (
 
 test('every kollect_* metric has a row in docs/operations.md, with its labels', async () => {
   const { registry } = createMetrics()
-  const metrics = registry.getMetricsAsArray() as unknown as { name: string; labelNames?: string[] }[]
-  const processFamily = /^kollect_(exporter_)?(process|nodejs)_/
+  const hubRegistry = createHubMetrics().registry
+  const metrics = [...registry.getMetricsAsArray(), ...hubRegistry.getMetricsAsArray()] as unknown as { name: string; labelNames?: string[] }[]
+  const processFamily = /^kollect_(exporter_|hub_)?(process|nodejs)_/
   const own = metrics.filter((m) => m.name.startsWith('kollect_') && !processFamily.test(m.name))
   assert.ok(own.length > 0)
   for (const m of own) {

@@ -1,0 +1,228 @@
+import path from 'node:path'
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream'
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
+import { retryUntilDone, DEFAULT_BACKOFF, type BackoffPolicy } from '../exporter/retry.js'
+import type { Log } from '../exporter/index.js'
+import { natsSettings } from '../sinks/nats/config.js'
+import { createSinkFactory } from '../sinks/registry.js'
+import type { Sink } from '../sinks/sink.js'
+import { applyMessage, type FleetState, type StreamMessage, type Verdict } from './fleet.js'
+import { readSecretDir, type HubConfig } from './config.js'
+import type { HubMetrics } from './metrics.js'
+import { HubStore } from './store.js'
+
+// Hub mode: one durable pull consumer over the spokes' stream. Messages are applied in stream
+// order to the picture of each spoke inventory (fleet.ts); a marker exports that inventory to
+// every hub sink, saves it, and only then acknowledges its messages, so a crash anywhere
+// redelivers what the sinks did not confirm, and the sinks skip what they already hold.
+
+/** How long the server waits for an ack before redelivering: longer than one export's retries should take. */
+const ACK_WAIT_MS = 10 * 60_000
+
+export interface HubOptions {
+  config: HubConfig
+  metrics: HubMetrics
+  log: Log
+  backoff?: BackoffPolicy
+}
+
+interface NamedSink {
+  name: string
+  sink: Sink
+  deletes: boolean
+}
+
+export class Hub {
+  private nc: NatsConnection | undefined
+  private jsm: JetStreamManager | undefined
+  private messages: ConsumerMessages | undefined
+  private sinks: NamedSink[] = []
+  private state: FleetState = {}
+  private readonly store: HubStore
+  private readonly allowed: ReadonlySet<string>
+  /** Messages applied but not yet acknowledged, per spoke inventory: they wait for its marker. */
+  private readonly unacked = new Map<string, JsMsg[]>()
+  private readonly abort = new AbortController()
+  private loop: Promise<void> | undefined
+
+  constructor(private readonly options: HubOptions) {
+    this.store = new HubStore(options.config.dataDir)
+    this.allowed = new Set(options.config.clusters)
+  }
+
+  /** Connect, find or create the durable consumer, load what the hub holds, and start consuming. */
+  async start(): Promise<void> {
+    const { config, log } = this.options
+    const settings = natsSettings({
+      id: 'hub/nats',
+      spec: { type: 'nats', nats: { url: config.nats.url, stream: config.nats.stream, subject: config.nats.subject } },
+      credentials: readSecretDir(config.nats.secretDir),
+      dataDir: config.dataDir,
+    })
+    const factory = createSinkFactory({
+      dataDir: path.join(config.dataDir, 'sinks'),
+      credentials: async (resolved) => readSecretDir(config.sinks.find((s) => s.name === resolved.name)?.secretDir),
+      // The hub config is the operator's own file, not a tenant's resource: no SSRF guard.
+      checkEndpoint: async () => null,
+    })
+    this.sinks = await Promise.all(config.sinks.map(async (s) => ({
+      name: s.name,
+      // The factory reads credentials for a secretRef only; here it names the sink's secretDir.
+      sink: await factory({ namespace: 'hub', name: s.name, spec: s.secretDir ? { ...s.spec, secretRef: { name: s.name } } : s.spec }),
+      deletes: s.spec.deletionPolicy === 'Delete',
+    })))
+    this.nc = await connect({ servers: settings.servers, ...settings.auth, maxReconnectAttempts: -1, name: 'kollect-hub' })
+    const jsm = await jetstreamManager(this.nc)
+    this.jsm = jsm
+    const { stream, subject, durable } = config.nats
+    // The spokes' sinks create the stream; a hub started first waits for it.
+    await retryUntilDone(() => jsm.streams.info(stream), {
+      policy: { minMs: 500, maxMs: 5_000, factor: 2 }, signal: this.abort.signal,
+      onFailedAttempt: (err) => log('info', 'waiting for the spokes\' stream', { stream, error: err.message }),
+    })
+    const existing = await jsm.consumers.info(stream, durable).catch(() => null)
+    if (existing && existing.created === await this.store.consumer()) {
+      this.state = await this.store.load()
+    } else {
+      // Held inventories that do not follow this consumer would skip or repeat messages: start over from the stream's first message.
+      if (existing) await jsm.consumers.delete(stream, durable)
+      const created = await jsm.consumers.add(stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: `${subject}.>`,
+        max_ack_pending: -1,
+        ack_wait: nanos(ACK_WAIT_MS),
+      })
+      await this.store.reset(created.created)
+      this.state = {}
+      log('info', 'hub consumer created; replaying the stream', { stream, durable, previous: existing ? 'replaced' : 'none' })
+    }
+    for (const held of Object.values(this.state)) this.noteMarker(held.cluster, held.lastMarkerAt)
+    const consumer = await jetstream(this.nc).consumers.get(stream, durable)
+    this.messages = await consumer.consume({ max_messages: 1024 })
+    const messages = this.messages
+    this.loop = (async () => {
+      for await (const m of messages) {
+        if (this.abort.signal.aborted) break
+        await this.handle(m)
+      }
+    })()
+  }
+
+  /** Settles when consuming ends: rejects if a message could not be handled (the process should restart). */
+  get finished(): Promise<void> {
+    return this.loop ?? Promise.resolve()
+  }
+
+  /** Stop consuming; what is not acknowledged comes back to the next start. */
+  async stop(): Promise<void> {
+    this.abort.abort()
+    await this.messages?.close().catch(() => undefined)
+    await this.loop?.catch(() => undefined)
+    await this.nc?.drain().catch(() => undefined)
+    await Promise.allSettled(this.sinks.map((s) => s.sink.close()))
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    let body: unknown
+    try {
+      body = m.json()
+    } catch {
+      body = null
+    }
+    const msg: StreamMessage = { subject: m.subject, seq: m.seq, time: m.time.toISOString(), body }
+    const verdict = applyMessage(this.state, this.options.config.nats.subject, this.allowed, msg)
+    try {
+      await this.act(verdict, m)
+    } catch (err) {
+      // Stopped mid-export: nothing of it is acknowledged.
+      if (!this.abort.signal.aborted) throw err
+    }
+  }
+
+  private async act(v: Verdict, m: JsMsg): Promise<void> {
+    const { log, metrics } = this.options
+    switch (v.kind) {
+      case 'refused':
+        metrics.refused.inc()
+        log('warn', 'refused a spoke message', { subject: m.subject, seq: m.seq, reason: v.reason })
+        // Handled, by refusing it: acknowledged, so it is never redelivered (and counts as done).
+        m.ack()
+        return
+      case 'seen':
+        // A redelivery whose effect a newer message (unacknowledged, or saved) already holds.
+        m.ack()
+        return
+      case 'event':
+        this.pending(v.key).push(m)
+        return
+      case 'incomplete': {
+        const held = this.state[v.key]
+        metrics.incomplete.inc({ cluster: held?.cluster ?? '' })
+        log('warn', 'a spoke marker does not match the items the hub holds; not exported', { inventory: v.key, expected: v.expected, held: v.got })
+        break
+      }
+      case 'snapshot':
+        // Catching up (a replay, or a hub that was stopped): only an inventory's newest marker is exported, so the sinks never go back in time.
+        if (await this.newerMarker(m)) break
+        await this.exportAll(v.key, (s) => s.write({ ...v.snapshot, spoke: { lastMarkerAt: v.lastMarkerAt } }))
+        this.noteMarker(v.snapshot.cluster, v.lastMarkerAt)
+        break
+      case 'tombstone':
+        await this.exportAll(v.key, (s, deletes) => (deletes ? s.remove(v.inventory, v.cluster) : Promise.resolve()))
+        this.options.metrics.lastMarker.delete(v.cluster)
+        break
+    }
+    await this.store.save(v.key, this.state[v.key])
+    for (const earlier of this.unacked.get(v.key) ?? []) earlier.ack()
+    this.unacked.delete(v.key)
+    await m.ackAck()
+  }
+
+  /** Every hub sink, until each confirmed; a permanent error waits the longest backoff and tries again. */
+  private async exportAll(key: string, write: (sink: Sink, deletes: boolean) => Promise<unknown>): Promise<void> {
+    const { log, metrics } = this.options
+    const policy = this.options.backoff ?? DEFAULT_BACKOFF
+    for (const { name, sink, deletes } of this.sinks) {
+      for (;;) {
+        try {
+          await retryUntilDone(async () => {
+            try {
+              await write(sink, deletes)
+              metrics.exports.inc({ sink: name, result: 'success' })
+            } catch (err) {
+              metrics.exports.inc({ sink: name, result: 'failure' })
+              throw err
+            }
+          }, {
+            policy, signal: this.abort.signal,
+            onFailedAttempt: (err, attempt) => log('warn', 'hub sink write failed; retrying', { sink: name, inventory: key, attempt, error: err.message }),
+          })
+          break
+        } catch (err) {
+          if (this.abort.signal.aborted) throw err
+          log('error', 'hub sink write failed permanently; trying again later', { sink: name, inventory: key, error: (err as Error).message })
+          await new Promise((r) => setTimeout(r, policy.maxMs))
+        }
+      }
+    }
+  }
+
+  private async newerMarker(m: JsMsg): Promise<boolean> {
+    const last = await this.jsm?.streams.getMessage(this.options.config.nats.stream, { last_by_subj: m.subject }).catch(() => null)
+    return last !== null && last !== undefined && last.seq > m.seq
+  }
+
+  private pending(key: string): JsMsg[] {
+    let list = this.unacked.get(key)
+    if (!list) this.unacked.set(key, (list = []))
+    return list
+  }
+
+  private noteMarker(cluster: string, at: string | null): void {
+    if (at === null) return
+    const ms = Date.parse(at)
+    if (ms > (this.options.metrics.lastMarker.get(cluster) ?? 0)) this.options.metrics.lastMarker.set(cluster, ms)
+  }
+}

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { itemKey } from '../../../api/canonical.js'
+import { parseHubConfig } from '../../../hub/config.js'
+import { applyMessage, snapshotOf, type FleetState, type StreamMessage } from '../../../hub/fleet.js'
+import { bumpReplicas, makeItems } from '../../support/items.js'
+
+const INV = { namespace: 'team-a', name: 'fleet' }
+const ALLOWED = new Set(['east', 'west'])
+const [A, B] = makeItems(2) as [ReturnType<typeof makeItems>[number], ReturnType<typeof makeItems>[number]]
+
+function msg(seq: number, subject: string, body: Record<string, unknown>): StreamMessage {
+  return { subject, seq, time: `2026-01-01T00:00:0${seq % 10}.000Z`, body: { cluster: 'east', inventory: INV, ...body } }
+}
+const added = (seq: number, item = A) => msg(seq, 'kollect.east.team-a.fleet.added', { type: 'added', key: itemKey(item), after: item })
+
+describe('hub fleet state', () => {
+  const refusals: { reason: string; message: StreamMessage; says: RegExp }[] = [
+    { reason: 'a body naming another cluster than its subject', message: { ...added(1), body: { ...(added(1).body as object), cluster: 'west' } }, says: /cluster "west" published under kollect\.east/ },
+    { reason: 'a cluster the hub does not fan in', message: msg(1, 'kollect.north.team-a.fleet.added', { cluster: 'north', type: 'added', key: itemKey(A), after: A }), says: /not in the hub's clusters/ },
+    { reason: 'a body naming another inventory than its subject', message: msg(1, 'kollect.east.team-a.other.added', { type: 'added', key: itemKey(A), after: A }), says: /inventory team-a\/fleet published under/ },
+    { reason: 'an event whose item is not its key', message: msg(1, 'kollect.east.team-a.fleet.added', { type: 'added', key: itemKey(B), after: A }), says: /carries no matching item/ },
+    { reason: 'not JSON of an event', message: { subject: 'kollect.east.team-a.fleet.added', seq: 1, time: '', body: null }, says: /not a Kollect event/ },
+  ]
+  for (const { reason, message, says } of refusals) {
+    test(`refuses ${reason}`, () => {
+      const state: FleetState = {}
+      const verdict = applyMessage(state, 'kollect', ALLOWED, message)
+      assert.equal(verdict.kind, 'refused')
+      assert.match((verdict as { reason: string }).reason, says)
+      assert.deepEqual(Object.values(state).flatMap((h) => Object.keys(h.items)), [])
+    })
+  }
+
+  test('a marker exports the items its events gave; a redelivered older event changes nothing', () => {
+    const state: FleetState = {}
+    applyMessage(state, 'kollect', ALLOWED, added(1, A))
+    applyMessage(state, 'kollect', ALLOWED, added(2, B))
+    const A2 = bumpReplicas(A, 9)
+    applyMessage(state, 'kollect', ALLOWED, msg(3, 'kollect.east.team-a.fleet.changed', { type: 'changed', key: itemKey(A), before: A, after: A2 }))
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, added(1, A)).kind, 'seen')
+    applyMessage(state, 'kollect', ALLOWED, msg(4, 'kollect.east.team-a.fleet.removed', { type: 'removed', key: itemKey(B), before: B }))
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, added(2, B)).kind, 'seen')
+    const want = snapshotOf({ cluster: 'east', inventory: INV, items: { a: { seq: 3, item: A2 } }, markerSeq: 0, checksum: null, lastMarkerAt: null })
+    const verdict = applyMessage(state, 'kollect', ALLOWED, msg(5, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: want.checksum }))
+    assert.deepEqual(verdict, { kind: 'snapshot', key: 'east/team-a/fleet', snapshot: want, lastMarkerAt: '2026-01-01T00:00:05.000Z' })
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(5, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: want.checksum })).kind, 'seen')
+  })
+
+  test('a marker whose checksum the held items do not give is not exported', () => {
+    const state: FleetState = {}
+    applyMessage(state, 'kollect', ALLOWED, added(1, A))
+    const verdict = applyMessage(state, 'kollect', ALLOWED, msg(2, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: 'other' }))
+    assert.equal(verdict.kind, 'incomplete')
+  })
+})
+
+describe('hub config', () => {
+  test('reports every problem at once; hub sinks are git or postgres', () => {
+    assert.throws(
+      () => parseHubConfig('nats: {}\nclusters: []\nsinks:\n  - name: Bad_Name\n    spec: { type: nats, nats: { url: nats://x:4222 } }\n'),
+      (err: Error) => /nats\.url is required/.test(err.message) && /clusters must list/.test(err.message) &&
+        /sinks\[0\]\.name must be a DNS label/.test(err.message) && /sinks\[0\]\.spec\.type must be git or postgres/.test(err.message),
+    )
+  })
+  test('fills the defaults', () => {
+    const config = parseHubConfig('nats: { url: "nats://hub:4222" }\nclusters: [east]\nsinks:\n  - name: fleet-git\n    spec: { type: git, git: { url: "https://git.example.com/fleet.git" } }\n')
+    assert.deepEqual(config.nats, { url: 'nats://hub:4222', stream: 'KOLLECT', subject: 'kollect', durable: 'kollect-hub' })
+    assert.equal(config.dataDir, '/data')
+  })
+})
