@@ -1,6 +1,7 @@
 # One image, two processes (two containers of one pod):
 #   hooks     (default)  node dist/server/main-hooks.js     Metacontroller's webhooks on :8080
 #   exporter             node dist/server/main-exporter.js  the sidecar, on 127.0.0.1:8081 only
+#   hub                  node dist/server/main-hub.js       hub mode: a fleet's NATS events into the hub's sinks
 #
 #   docker build -t kollect .
 #   docker run --read-only --tmpfs /tmp --tmpfs /data -p 8080:8080 kollect   # hooks
@@ -39,6 +40,7 @@ COPY --from=build /app/dist/hooks ./dist/hooks
 COPY --from=build /app/dist/server ./dist/server
 COPY --from=build /app/dist/exporter ./dist/exporter
 COPY --from=build /app/dist/sinks ./dist/sinks
+COPY --from=build /app/dist/hub ./dist/hub
 # kollect validate / preview, for kubectl exec and CI images.
 COPY --from=build /app/dist/cli ./dist/cli
 # api/crd-schemas.ts reads the CRDs at runtime: it searches upward from dist/api/ for

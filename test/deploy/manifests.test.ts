@@ -287,6 +287,9 @@ test('the runtime file set the Dockerfile copies starts both processes and finds
   const found = spawnSync(process.execPath, ['--input-type=module', '-e', "const m = await import('./dist/api/crd-schemas.js'); console.log(m.findCrdDir()); m.crdForKind('KollectTarget')"], { cwd: app, env, encoding: 'utf8' })
   assert.equal(found.status, 0, found.stderr)
   assert.equal(found.stdout.trim(), join(app, 'manifests', 'crds'))
+  // Hub mode is the same image: its modules resolve within the copied set.
+  const hub = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('./dist/hub/hub.js'); await import('./dist/hub/config.js')"], { cwd: app, env, encoding: 'utf8' })
+  assert.equal(hub.status, 0, hub.stderr)
 
   // The containers' args, relative to WORKDIR (here: resolved against the rebuilt /app).
   const d = only<Deployment>(base, 'Deployment', 'kollect')
