@@ -8,35 +8,24 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
-import type { InventoryStatus, KubeObject } from '../api/types.js'
+import type { InventoryStatus } from '../api/types.js'
 import { createBareRemote, git } from '../test/support/git.js'
 import { startPod, type HookAnswer, type Pod } from '../test/support/kollect-process.js'
-import { TYPES, controllerFor, customizeRequest, deployment, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
+import { controllerFor, customizeRequest, goJson, loadExampleCr, syncRequest, targetSyncRequest } from '../test/support/metacontroller.js'
+import { REPLICA_DOC, historySink, inventorySyncBody, replicaObjects, replicaTarget } from '../test/support/replica-fixtures.js'
 
 const TOKEN = 'replicas-token-0123456789'
-const DOC = 'inventory/e2e/team-a/prod-inventory.json'
+const DOC = REPLICA_DOC
 // Four targets on three replicas: round robin lands each target's next sync on another replica.
 const TARGETS = [0, 1, 2, 3]
 
 let root: string
 const layouts: { name: string; pod: Pod; remote: string }[] = []
 
-function target(i: number): KubeObject {
-  const t = loadExampleCr('target-deployments.yaml')
-  t.metadata = { ...t.metadata, name: `deploys-${i}`, uid: `uid-deploys-${i}` }
-  return t
-}
-// Four frontend Deployments per target; `image` changes the first one's, `drop` removes the last.
-function objects(i: number, opts: { image?: string; drop?: boolean } = {}): KubeObject[] {
-  const list = [0, 1, 2, 3].map((j) => deployment(i * 10 + j, { name: `t${i}-web-${j}`, ...(j === 0 && opts.image ? { image: opts.image } : {}) }))
-  return opts.drop ? list.slice(0, -1) : list
-}
-const sink = (remote: string): KubeObject => ({ apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectSink', metadata: { name: 'history', namespace: 'team-a', uid: 'sink-history', generation: 1 }, spec: { type: 'git', cluster: 'e2e', deletionPolicy: 'Retain', git: { url: remote, branch: 'main' } } })
-function inventorySync(remote: string): string {
-  const inv = loadExampleCr('inventory.yaml')
-  inv['spec'] = { targetRefs: TARGETS.map((i) => ({ name: `deploys-${i}` })), sinkRefs: [{ name: 'history' }], debounce: '300ms', maxWait: '5s' }
-  return goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: TARGETS.map(target), [TYPES.sink]: [sink(remote)] })))
-}
+const target = replicaTarget
+const objects = replicaObjects
+const sink = historySink
+const inventorySync = (remote: string) => inventorySyncBody(remote, TARGETS)
 const withoutExportTimes = (s: InventoryStatus) => ({ ...s, lastExportTime: null, sinks: s.sinks?.map((x) => ({ ...x, lastExportTime: null })) })
 const synced = (s: InventoryStatus) => s.conditions?.find((c) => c.type === 'Synced')?.status === 'True'
 

@@ -89,6 +89,13 @@ export class Exporter implements ExporterClient {
     const key = refKey(composition.inventory)
     // An inventory deleted right after a restart was never applied here: its sinks come from the request.
     const inv = this.inventories.get(key) ?? this.addInventory(composition)
+    if (!this.active && !inv.finalizing) {
+      // A standby deletes nothing (the holder runs a Delete policy) but forgets the inventory, so
+      // a takeover does not export it again. Not finalized: Metacontroller retries until the holder answers.
+      const state = this.state(inv)
+      this.dropInventory(key, inv)
+      return { finalized: false, state }
+    }
     if (inv.finalized) return this.finished(key, inv)
     if (!inv.finalizing) {
       this.schedule.cancel(inv)

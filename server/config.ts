@@ -17,6 +17,8 @@ export interface Config {
   /** Where the exporter listens: loopback (the sidecar) unless a separate exporter Deployment sets it. */
   exporterHost: string
   exporterUrl: string
+  /** KOLLECT_EXPORTER_PEERS: every exporter replica (host:port list or a headless Service name); empty: off. */
+  exporterPeers: string
   /** Hub mode: the hub's config file (docs/operations.md#hub-mode). */
   hubConfigFile: string
   allowPrivateSinks: boolean
@@ -156,6 +158,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     exporterPort,
     exporterHost,
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
+    exporterPeers: (env['KOLLECT_EXPORTER_PEERS'] ?? '').trim(),
     hubConfigFile: env['KOLLECT_HUB_CONFIG'] ?? '/etc/kollect/hub.yaml',
     allowPrivateSinks: bool(env, 'KOLLECT_ALLOW_PRIVATE_SINKS', defaults.allowPrivateSinks ?? false),
     logLevel: env['KOLLECT_LOG_LEVEL'] ?? defaults.logLevel ?? 'info',

@@ -19,6 +19,11 @@ export const EXPORTER_ROUTES = {
   checkSink: '/v1/sinks/check',
 } as const
 
+/** The exporter's role on every API answer: `active` (it writes to sinks) or `standby`. */
+export const EXPORTER_ROLE_HEADER = 'kollect-exporter-role'
+
+export type ExporterRole = 'active' | 'standby' | 'unknown'
+
 export interface ExporterAppDeps {
   exporter: ExporterClient
   auth: HookAuth
@@ -57,6 +62,10 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   app.addHook('onRequest', async (request) => {
     if (request.url.startsWith('/v1/') && !authorized(request.headers.authorization, deps.auth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
   })
+  // With KOLLECT_EXPORTER_PEERS the hooks call every replica and take the active one's answer.
+  app.addHook('onSend', async (request, reply) => {
+    if (request.url.startsWith('/v1/')) void reply.header(EXPORTER_ROLE_HEADER, (deps.ready?.() ?? true) ? 'active' : 'standby')
+  })
   app.setErrorHandler((error: Error & { code?: string; statusCode?: number; validation?: unknown }, request, reply) => {
     const known = error instanceof KollectError ? error
       : error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(request.routeOptions.bodyLimit ?? deps.bodyLimit))
@@ -83,8 +92,20 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   return app
 }
 
-/** The hooks container's side of the seam. */
-export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 8000): ExporterClient & { ping(): Promise<boolean>; metrics(): Promise<string> } {
+/** What one exporter replica answered, and the role it said it has. */
+export interface RoleAnswer<T> { value: T; role: ExporterRole }
+
+/** The state-carrying calls, which KOLLECT_EXPORTER_PEERS sends to every replica. */
+export type StateCall = 'reportTarget' | 'removeTarget' | 'applyInventory' | 'finalizeInventory'
+
+/** One exporter replica's API, each answer with the replica's role. */
+export type RoleAwareClient = { [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0]) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>> } & {
+  checkSink: ExporterClient['checkSink']
+  ping(): Promise<boolean>
+  metrics(): Promise<string>
+}
+
+export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 8000): RoleAwareClient {
   const post = async (route: string, body: string) => {
     const res = await fetch(baseUrl + route, {
       method: 'POST',
@@ -92,22 +113,24 @@ export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 
       body,
       signal: AbortSignal.timeout(timeoutMs),
     })
-    return { ok: res.ok, status: res.status, text: await res.text() }
+    const header = res.headers.get(EXPORTER_ROLE_HEADER)
+    const role: ExporterRole = header === 'active' || header === 'standby' ? header : 'unknown'
+    return { ok: res.ok, status: res.status, text: await res.text(), role }
   }
-  const call = async <T>(route: string, body: unknown): Promise<T> => {
+  const call = async <T>(route: string, body: unknown): Promise<RoleAnswer<T>> => {
     const res = await post(route, JSON.stringify(body))
     if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
-    return JSON.parse(res.text) as T
+    return { value: JSON.parse(res.text) as T, role: res.role }
   }
-  const report = async (r: TargetReport): Promise<ReportResult> => {
+  const report = async (r: TargetReport): Promise<RoleAnswer<ReportResult>> => {
     const body = JSON.stringify(r)
     const res = await post(EXPORTER_ROUTES.reportTarget, body)
     if (res.status === 413) {
       const reason = (JSON.parse(res.text) as { message?: string }).message
-      return { accepted: false, reason: 'ResourceLimit', message: `the exporter refused a report of ${r.items.length} items (${Buffer.byteLength(body)} bytes of JSON): ${reason}; split the target or trim the profile` }
+      return { value: { accepted: false, reason: 'ResourceLimit', message: `the exporter refused a report of ${r.items.length} items (${Buffer.byteLength(body)} bytes of JSON): ${reason}; split the target or trim the profile` }, role: res.role }
     }
     if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
-    return reportResultOf(JSON.parse(res.text) as Record<string, unknown>)
+    return { value: reportResultOf(JSON.parse(res.text) as Record<string, unknown>), role: res.role }
   }
   // One report in flight at a time: the exporter then parses at most one report body at once,
   // which is what its memory sizing assumes.
@@ -121,12 +144,28 @@ export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 
     removeTarget: (t) => call(EXPORTER_ROUTES.removeTarget, t),
     applyInventory: (c) => call(EXPORTER_ROUTES.applyInventory, c),
     finalizeInventory: (c) => call(EXPORTER_ROUTES.finalizeInventory, c),
-    checkSink: (sink) => call(EXPORTER_ROUTES.checkSink, sink),
+    checkSink: async (sink) => (await call<Awaited<ReturnType<ExporterClient['checkSink']>>>(EXPORTER_ROUTES.checkSink, sink)).value,
     ping: async () => (await fetch(baseUrl + '/healthz', { signal: AbortSignal.timeout(2000) })).ok,
     metrics: async () => {
       const res = await fetch(baseUrl + '/metrics', { signal: AbortSignal.timeout(2000) })
       return res.ok ? res.text() : ''
     },
+  }
+}
+
+export type HttpExporterClient = ExporterClient & { ping(): Promise<boolean>; metrics(): Promise<string> }
+
+/** The hooks container's side of the seam: one exporter (the sidecar, or the Service of the ready one). */
+export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 8000): HttpExporterClient {
+  const c = roleAwareExporterClient(baseUrl, auth, timeoutMs)
+  return {
+    reportTarget: async (r) => (await c.reportTarget(r)).value,
+    removeTarget: async (t) => { await c.removeTarget(t) },
+    applyInventory: async (x) => (await c.applyInventory(x)).value,
+    finalizeInventory: async (x) => (await c.finalizeInventory(x)).value,
+    checkSink: c.checkSink,
+    ping: c.ping,
+    metrics: c.metrics,
   }
 }
 

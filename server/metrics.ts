@@ -9,6 +9,8 @@ export interface Metrics {
   extractionErrors: Counter<'target'>
   hookShed: Counter<'reason'>
   staleReports: Counter<'target' | 'dropped'>
+  /** KOLLECT_EXPORTER_PEERS: calls a peer failed, by call and the role the peer last answered with. */
+  exporterPeerFailures: Counter<'call' | 'role'>
   exporterObserver: ExporterObserver
   /** The exporter's item budget and namespace share, in bytes. */
   setItemBudget(bytes: { exporter: number; namespace: number }): void
@@ -39,6 +41,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
   const extractionErrors = new Counter({ name: 'kollect_extraction_errors_total', help: 'Objects whose extraction had errors, by target (namespace/name).', labelNames: ['target'] as const, registers: [hooks] })
   const hookShed = new Counter({ name: 'kollect_hook_shed_total', help: 'Hook requests refused with 429 (reason requests|bytes|queue) or target syncs stopped by their budget (EvaluationTimeout|ResourceLimit).', labelNames: ['reason'] as const, registers: [hooks] })
   const staleReports = new Counter({ name: 'kollect_stale_reports_total', help: 'Target reports the exporter found older than what it holds, by target (namespace/name): dropped whole (dropped=report) or items kept at their newer generation (dropped=items, counted per item).', labelNames: ['target', 'dropped'] as const, registers: [hooks] })
+  const exporterPeerFailures = new Counter({ name: 'kollect_exporter_peer_failures_total', help: 'Calls to one exporter replica (KOLLECT_EXPORTER_PEERS) that failed or timed out, by call (reportTarget|removeTarget|applyInventory|finalizeInventory) and the role the replica last answered with (active|standby|unknown).', labelNames: ['call', 'role'] as const, registers: [hooks] })
   const exports = new Counter({ name: 'kollect_exports_total', help: 'Sink write attempts, by sink (namespace/name) and result (success|failure).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
   const exportDuration = new Histogram({ name: 'kollect_export_duration_seconds', help: 'Time of successful sink writes, by sink.', labelNames: ['sink'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], registers: [exporter] })
   const driftChecks = new Counter({ name: 'kollect_drift_checks_total', help: 'Drift checks of sinks of record, by sink and result (in-step|drifted|repaired|error).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
@@ -69,6 +72,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     extractionErrors,
     hookShed,
     staleReports,
+    exporterPeerFailures,
     exporterObserver: {
       onExport(e) {
         const sink = sinkLabel(e.sink)

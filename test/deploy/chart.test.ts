@@ -386,6 +386,70 @@ test('hooks.replicas=3: custom spread, persistence on the exporter only, lint pa
   assert.equal(r.status, 0, r.stdout + r.stderr)
 })
 
+test('hooks.replicas=3, exporter.replicas=2: an active exporter and a standby, each sent every report', () => {
+  const objects = render(['hooks.replicas=3', 'exporter.replicas=2'])
+  const hooks = only<Deployment>(objects, 'Deployment', 'kollect-hooks')
+  const exporter = only<SpreadDeployment & { spec: { minReadySeconds?: number } }>(objects, 'Deployment', 'kollect-exporter')
+  const hooksPod = hooks.spec.template.metadata.labels
+  const exporterPod = exporter.spec.template.metadata.labels
+  assert.equal(exporter.spec.replicas, 2)
+  assert.equal(exporter.spec.strategy.type, 'RollingUpdate', 'a standby is a pod beside the active one')
+  assert.deepEqual(exporter.spec.strategy.rollingUpdate, { maxSurge: 1, maxUnavailable: 0 })
+  assert.ok((exporter.spec.minReadySeconds ?? 0) > 60, 'a new pod waits out the 60s resync, so it holds the state before an old one goes')
+
+  const e = container(exporter, 'exporter')
+  assert.equal(envValue(e, 'KOLLECT_LEADER_ELECTION'), 'true')
+  assert.equal(envValue(e, 'KOLLECT_LEASE_NAME'), 'kollect-exporter')
+  const fieldOf = (name: string) => (e.env?.find((v) => v.name === name) as { valueFrom?: { fieldRef?: { fieldPath: string } } } | undefined)?.valueFrom?.fieldRef?.fieldPath
+  assert.deepEqual([fieldOf('POD_NAME'), fieldOf('POD_NAMESPACE')], ['metadata.name', 'metadata.namespace'], 'the holder identity and the Lease namespace config.ts reads')
+  const h = container(hooks, 'hooks')
+  assert.equal(envValue(h, 'KOLLECT_EXPORTER_PEERS'), 'kollect-exporter-peers.kollect-system.svc:8081')
+  assert.equal(envValue(h, 'KOLLECT_EXPORTER_URL'), 'http://kollect-exporter:8081', 'read calls still go through the Service')
+
+  const peers = only<Service & { spec: { clusterIP?: string; publishNotReadyAddresses?: boolean } }>(objects, 'Service', 'kollect-exporter-peers')
+  assert.equal(peers.spec.clusterIP, 'None', 'headless: one address per pod')
+  assert.equal(peers.spec.publishNotReadyAddresses, true, 'a starting pod is listed before it is ready')
+  assert.ok(selects(peers.spec.selector, exporterPod) && !selects(peers.spec.selector, hooksPod))
+  assert.deepEqual(peers.spec.ports.map((p) => [p.port, p.targetPort]), [[8081, 'exporter']])
+
+  const pdb = only<Pdb>(objects, 'PodDisruptionBudget', 'kollect-exporter')
+  assert.equal(pdb.spec.minAvailable, 1)
+  assert.ok(selects(pdb.spec.selector.matchLabels, exporterPod) && !selects(pdb.spec.selector.matchLabels, hooksPod))
+
+  // The Lease Role is bound to the service account the exporter pods run as.
+  const sa = exporter.spec.template.spec.serviceAccountName
+  const lease = only<Role>(objects, 'Role', 'kollect-leader')
+  assert.ok(lease.rules.some((r) => r.resourceNames?.includes('kollect-exporter') && r.verbs.includes('update')))
+  assert.deepEqual(only<Binding>(objects, 'RoleBinding', 'kollect-leader').subjects, [{ kind: 'ServiceAccount', name: sa, namespace: NAMESPACE }])
+
+  // Still only the hooks pods reach the exporter port, peers Service or not.
+  const np = only<NetworkPolicy>(objects, 'NetworkPolicy', 'kollect-exporter')
+  assert.ok(selects(np.spec.podSelector.matchLabels ?? {}, exporterPod))
+  assert.equal(np.spec.ingress?.length, 1)
+  assert.deepEqual(np.spec.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 8081 }])
+  const from = np.spec.ingress?.[0]?.from ?? []
+  assert.equal(from.length, 1)
+  assert.equal(from[0]?.namespaceSelector, undefined)
+  assert.ok(selects((from[0]?.podSelector as { matchLabels: Record<string, string> }).matchLabels, hooksPod))
+
+  // One exporter (the default) renders none of it.
+  const one = render(['hooks.replicas=3'])
+  assert.equal(envValue(container(only<Deployment>(one, 'Deployment', 'kollect-hooks'), 'hooks'), 'KOLLECT_EXPORTER_PEERS'), undefined)
+  assert.equal(envValue(container(only<Deployment>(one, 'Deployment', 'kollect-exporter'), 'exporter'), 'KOLLECT_LEADER_ELECTION'), undefined)
+  assert.deepEqual(all(one, 'PodDisruptionBudget').map((p) => p.metadata.name), ['kollect-hooks'])
+  assert.equal(all(one, 'Service').some((s) => s.metadata.name === 'kollect-exporter-peers'), false)
+  assert.equal(only<Deployment>(render(['hooks.replicas=3', 'exporter.replicas=2', 'replicaCount=0']), 'Deployment', 'kollect-exporter').spec.replicas, 0)
+  const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '--set', 'hooks.replicas=3', '--set', 'exporter.replicas=2'])
+  assert.equal(r.status, 0, r.stdout + r.stderr)
+})
+
+test('exporter.replicas > 1 is refused without the split layout, with persistence, and above 3', () => {
+  assert.match(renderFails(['exporter.replicas=2']), /exporter\.replicas > 1 needs hooks\.replicas > 1/)
+  assert.match(renderFails(['hooks.replicas=3', 'exporter.replicas=2', 'persistence.enabled=true']), /needs persistence\.enabled=false/)
+  assert.match(renderFails(['hooks.replicas=3', 'exporter.replicas=4']), /exporter\.replicas|maximum/)
+  assert.match(renderFails(['hooks.replicas=3', 'exporter.replicas=0']), /exporter\.replicas|minimum/)
+})
+
 test('--include-crds: the chart installs the five CRDs of manifests/crds', () => {
   const crds = all(render([], ['--include-crds']), 'CustomResourceDefinition')
   const expected = readdirSync(join(repoRoot, 'manifests', 'crds'))

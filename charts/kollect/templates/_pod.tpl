@@ -19,6 +19,16 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-exporter" (include "kollect.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* Exporter pods with a standby (exporter.replicas > 1, split layout only): non-empty when so. */}}
+{{- define "kollect.exporterStandby" -}}
+{{- if and (include "kollect.split" .) (gt (int .Values.exporter.replicas) 1) }}true{{ end }}
+{{- end }}
+
+{{/* The headless Service listing every exporter pod, ready or not, for KOLLECT_EXPORTER_PEERS. */}}
+{{- define "kollect.exporterPeersName" -}}
+{{- printf "%s-exporter-peers" (include "kollect.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* Pod spec up to the containers: service account, pull secrets, security context. */}}
 {{- define "kollect.podSpecHead" -}}
 {{- $r := .root -}}
@@ -61,6 +71,11 @@ securityContext:
     {{- if .split }}
     - name: KOLLECT_EXPORTER_URL
       value: {{ printf "http://%s:8081" (include "kollect.exporterServiceName" $r) | quote }}
+    {{- end }}
+    {{- if include "kollect.exporterStandby" $r }}
+    # Reports go to every exporter pod, standbys included, so a takeover has the state.
+    - name: KOLLECT_EXPORTER_PEERS
+      value: {{ printf "%s.%s.svc:8081" (include "kollect.exporterPeersName" $r) $r.Release.Namespace | quote }}
     {{- end }}
     # Target syncs run in child processes, each with a capped heap: keep
     # (workers + 1) × workerMemoryMb plus ~300 MiB inside the hooks memory limit.
@@ -128,6 +143,10 @@ securityContext:
       value: {{ $r.Values.exporter.itemBudgetBytes | int64 | quote }}
     - name: KOLLECT_EXPORTER_NAMESPACE_SHARE
       value: {{ $r.Values.exporter.namespaceShare | quote }}
+    {{- if include "kollect.exporterStandby" $r }}
+    - name: KOLLECT_LEADER_ELECTION
+      value: "true"
+    {{- end }}
     # The Lease the rbac.yaml Role names, and the pod as its holder (KOLLECT_LEADER_ELECTION).
     - name: KOLLECT_LEASE_NAME
       value: {{ printf "%s-exporter" (include "kollect.fullname" $r) | quote }}

@@ -69,3 +69,19 @@ test('losing the lease stops a retrying writer and later changes; regaining writ
   assert.equal(sink.writes.at(-1)?.checksum, expected(itemsOf(T1, 4)).checksum, 'the newest state, at once')
   assert.equal(sink.attempts.length, attempts + 1)
 })
+
+test('a finalized inventory is forgotten by the standby: taking over neither exports nor deletes it', LIMIT, async (t) => {
+  const { factory, exporter } = harness(t, { standby: true })
+  const comp = composition({ debounceMs: 1_000, sinks: [resolvedSink('primary', { deletionPolicy: 'Delete' })] })
+  await exporter.applyInventory(comp)
+  await exporter.reportTarget(report(T1, itemsOf(T1, 3)))
+  assert.equal((await exporter.finalizeInventory(comp)).finalized, false, 'the holder answers for the finalize')
+  assert.equal(exporter.inventoryState(comp.inventory), null, 'the standby dropped it')
+  exporter.setActive(true)
+  await exporter.idle()
+  assert.equal(factory.sink('team-a/primary').attempts.length, 0, 'a deleted inventory is not exported back')
+  assert.equal(factory.sink('team-a/primary').removes.length, 0, 'the standby ran no Delete, and the takeover runs none either')
+  // A finalize retry that reaches the new holder runs the Delete policy from the request.
+  assert.equal((await exporter.finalizeInventory(comp)).finalized, true)
+  assert.equal(factory.sink('team-a/primary').removes.length, 1)
+})
