@@ -65,7 +65,7 @@ export async function initialThenChange<T>(run: BenchRun, count: number, observe
   let read = observe('initial')
   const initialMs = await run.exportNow()
   const initial = await read()
-  items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
+  items = items.map((it, i) => (i === Math.min(4321, count - 1) ? bumpReplicas(it, 99) : it))
   await run.report(items)
   read = observe('change')
   const incrementalMs = await run.exportNow()
