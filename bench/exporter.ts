@@ -25,13 +25,13 @@ import { partitionFor } from '../sinks/kafka/encode.js'
 import { KafkaService } from '../sinks/kafka/service.js'
 import { startKafka } from '../test/support/kafka.js'
 
-const INVENTORY = { namespace: 'team-a', name: 'bench' }
+export const INVENTORY = { namespace: 'team-a', name: 'bench' }
 
 /** One exporter of the bench inventory to `sinks`, and what every bench drives and reads it by. */
-function benchRun(dataDir: string, sinks: ResolvedSink[], credentials: () => Promise<Record<string, string>>) {
+export function benchRun(dataDir: string, sinks: ResolvedSink[], credentials: () => Promise<Record<string, string>>, cluster = 'bench') {
   const events: ExportEvent[] = []
   const exporter = new Exporter({
-    cluster: 'bench',
+    cluster,
     createSink: createSinkFactory({ dataDir, credentials, checkEndpoint: async () => null }),
     observer: { onExport: (e) => { if (e.result === 'success') events.push(e) } },
     backoff: { minMs: 50, maxMs: 1000, factor: 2 },
@@ -52,20 +52,20 @@ function benchRun(dataDir: string, sinks: ResolvedSink[], credentials: () => Pro
     perSink: (from: number) => Object.fromEntries(events.slice(from).map((e) => [e.sink.name, Math.round(e.durationMs)])),
   }
 }
-type BenchRun = ReturnType<typeof benchRun>
+export type BenchRun = ReturnType<typeof benchRun>
 
 /**
  * The initial export of `count` items, then one with one item changed, each timed. `observe` is
  * called just before each export (to take its marks) and returns what reads the export's effect.
  */
-async function initialThenChange<T>(run: BenchRun, count: number, observe: (phase: 'initial' | 'change') => () => Promise<T>) {
+export async function initialThenChange<T>(run: BenchRun, count: number, observe: (phase: 'initial' | 'change') => () => Promise<T>) {
   let items = makeItems(count)
   await run.report(items)
   await run.exporter.applyInventory(run.composition)
   let read = observe('initial')
   const initialMs = await run.exportNow()
   const initial = await read()
-  items = items.map((it, i) => (i === 4321 ? bumpReplicas(it, 99) : it))
+  items = items.map((it, i) => (i === Math.min(4321, count - 1) ? bumpReplicas(it, 99) : it))
   await run.report(items)
   read = observe('change')
   const incrementalMs = await run.exportNow()

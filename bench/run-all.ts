@@ -1,6 +1,8 @@
 // npm run bench: every benchmark in turn. Each prints its figures as ratios against a baseline
 // measured in the same run and says whether its target was met; the exit code says if all were.
 import { benchExporter, benchKafkaExporter, benchS3Exporter } from './exporter.js'
+import { benchFailover } from './failover.js'
+import { benchFleet } from './fleet.js'
 import { benchHookSync } from './hook-sync.js'
 import { benchItemBudget } from './item-budget.js'
 import { benchLoad } from './load.js'
@@ -12,6 +14,8 @@ results.push(await benchExporter(10_000, 'document'))
 results.push(await benchExporter(10_000, 'perResource'))
 results.push(await benchS3Exporter(10_000))
 results.push(await benchKafkaExporter(10_000))
+results.push(await benchFleet(10, 5_000))
+results.push(await benchFailover(3))
 results.push(await benchItemBudget())
 results.push(await benchLoad())
 results.push(await benchTenants())

@@ -7,19 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
-import type { InventoryComposition, ObjectRef, Snapshot } from '../../api/types.js'
 import { httpExporterClient } from '../../server/exporter-app.js'
-import { createBareRemote, git, gitLog } from '../support/git.js'
-import { get } from '../support/hooks-server.js'
-import { TARGET, bumpReplicas, makeItems } from '../support/items.js'
+import { createBareRemote } from '../support/git.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
-import { spawnEntry, type EntryProcess } from '../support/kollect-process.js'
+import type { EntryProcess } from '../support/kollect-process.js'
+import { exporterBase as base, exportedHistory as historyOf, isLeaderReady as isReady, landedIn, reportReplicas as change, startLeaderExporter } from '../support/leader.js'
 import { pollUntil, waitForExit } from '../support/process.js'
 
 const LEASE_MS = 4_000
-const INV: ObjectRef = { namespace: 'team-a', name: 'deployments' }
-const DOC = 'inventory/lab-west/team-a/deployments.json'
-const ITEMS = makeItems(5)
 const NONE = { mode: 'none', reason: 'test' } as const
 
 let cp: ControlPlane
@@ -41,61 +36,12 @@ after(async () => {
 })
 
 async function startExporter(identity: string, lease = 'kollect-exporter', durationMs = LEASE_MS): Promise<EntryProcess> {
-  const e = await spawnEntry('main-exporter', {
-    KUBECONFIG: cp.kubeconfigPath,
-    KOLLECT_HOOK_AUTH: 'none',
-    KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
-    KOLLECT_LEADER_ELECTION: 'true',
-    KOLLECT_LEASE_NAMESPACE: 'kollect-system',
-    KOLLECT_LEASE_NAME: lease,
-    KOLLECT_LEASE_IDENTITY: identity,
-    KOLLECT_LEASE_DURATION_MS: String(durationMs),
-    KOLLECT_LEASE_RENEW_DEADLINE_MS: String(durationMs - 1000),
-    KOLLECT_LEASE_RETRY_PERIOD_MS: '500',
-  })
+  const e = await startLeaderExporter(cp, identity, lease, { durationMs, retryPeriodMs: 500 })
   exporters.push(e)
-  await pollUntil('exporter /healthz', async () => (await get(`${base(e)}/healthz`).catch(() => null))?.status === 200, { timeoutMs: 20_000, proc: e.proc })
   return e
 }
 
-const base = (e: EntryProcess) => `http://127.0.0.1:${e.exporterPort}`
-const isReady = async (e: EntryProcess) => !e.proc.hasExited() && (await get(`${base(e)}/readyz`).catch(() => null))?.status === 200
-
-function composition(repo: string): InventoryComposition {
-  return {
-    inventory: INV, generation: 1, targets: [TARGET], debounceMs: 100, maxWaitMs: 1_000, suspend: false,
-    sinks: [{ namespace: 'team-a', name: 'record', spec: { type: 'git', cluster: 'lab-west', git: { url: repo, branch: 'main' } } }],
-  }
-}
-
-let generation = 0
-/** The first item at `replicas`, reported with the composition to every exporter still running, as the hooks fan them out. */
-async function change(to: EntryProcess[], repo: string, replicas: number): Promise<void> {
-  generation++
-  const items = [bumpReplicas(ITEMS[0] as (typeof ITEMS)[number], replicas), ...ITEMS.slice(1)]
-  await Promise.all(to.filter((e) => !e.proc.hasExited()).map(async (e) => {
-    const c = httpExporterClient(base(e), NONE)
-    await c.applyInventory(composition(repo))
-    assert.deepEqual(await c.reportTarget({ target: TARGET, generation, checksum: '', items, failedKeys: [] }), { accepted: true })
-  }))
-}
-
-/** Replicas of the first item in every commit that touched the export, oldest first. */
-async function exportedHistory(repo = remote): Promise<number[]> {
-  // No branch yet: nothing exported.
-  const commits = (await gitLog(repo, 'main').catch(() => [])).reverse()
-  const values: number[] = []
-  for (const c of commits) {
-    const doc = await git(repo, 'show', `${c.sha}:${DOC}`).catch(() => null)
-    if (doc === null) continue
-    values.push((JSON.parse(doc) as Snapshot).items.find((i) => i.uid === ITEMS[0]?.uid)?.attributes['replicas'] as number)
-  }
-  return values
-}
-
-function landedIn(repo: string, replicas: number, writer: EntryProcess): Promise<void> {
-  return pollUntil(`replicas ${replicas} in the remote`, async () => (await exportedHistory(repo)).at(-1) === replicas, { timeoutMs: 20_000, proc: writer.proc })
-}
+const exportedHistory = (repo = remote): Promise<number[]> => historyOf(repo)
 
 const leasePath = (name: string) => `/apis/coordination.k8s.io/v1/namespaces/kollect-system/leases/${name}`
 

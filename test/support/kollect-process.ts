@@ -100,8 +100,8 @@ export function groupRss(pgid: number): number {
   return total
 }
 
-/** The process entry points: `npm start`, and the pod's two containers. */
-export type Entry = 'main-dev' | 'main-hooks' | 'main-exporter'
+/** The process entry points: `npm start`, the pod's two containers, and hub mode. */
+export type Entry = 'main-dev' | 'main-hooks' | 'main-exporter' | 'main-hub'
 
 export interface EntryProcess {
   proc: ServerProcess

@@ -87,7 +87,7 @@ export async function waitForExit(proc: ServerProcess, graceMs: number): Promise
 export async function pollUntil(
   what: string,
   probe: () => Promise<boolean>,
-  opts: { timeoutMs: number; proc?: ServerProcess },
+  opts: { timeoutMs: number; proc?: ServerProcess; intervalMs?: number },
 ): Promise<void> {
   const deadline = Date.now() + opts.timeoutMs
   for (;;) {
@@ -98,7 +98,7 @@ export async function pollUntil(
     if (Date.now() > deadline) {
       throw new Error(`${what}: not ready after ${opts.timeoutMs} ms.\n${opts.proc?.logTail() ?? ''}`)
     }
-    await new Promise((r) => setTimeout(r, 50))
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50))
   }
 }
 
