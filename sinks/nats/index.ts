@@ -1,6 +1,5 @@
-import { itemKey } from '../../api/canonical.js'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
-import { diffItems } from '../diff.js'
+import { diffItems, publishedDrift } from '../diff.js'
 import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
@@ -121,11 +120,7 @@ export function createNatsSink(opts: SinkOptions): Sink {
   async function verify(snapshot: Snapshot, mode: DriftMode, token: string): Promise<DriftResult> {
     cache.delete(token)
     const state = await held(token, snapshot)
-    const diff = diffItems(state.items, snapshot.items)
-    const keys = [...diff.added.map(itemKey), ...diff.changed.map((c) => itemKey(c.after)), ...diff.removed.map((r) => r.key)].sort()
-    // Same items under another marker (a revert to equal content) still tells consumers the wrong checksum.
-    const marker = state.snapshot?.checksum !== snapshot.checksum && keys.length === 0 ? [subjectFor(settings.subject, snapshot, 'snapshot')] : []
-    const result: DriftResult = { differences: keys.length + marker.length, examples: [...marker, ...keys].slice(0, 5), repaired: false }
+    const result = publishedDrift(state.items, state.snapshot?.checksum, snapshot, subjectFor(settings.subject, snapshot, 'snapshot'))
     if (mode === 'report' || result.differences === 0) return result
     await write(snapshot, token)
     return { ...result, repaired: true }
