@@ -1,5 +1,6 @@
 import { itemHash, itemKey } from '../api/canonical.js'
-import type { Item } from '../api/types.js'
+import type { Item, Snapshot } from '../api/types.js'
+import type { DriftResult } from './sink.js'
 
 export interface HeldItem {
   hash: string
@@ -36,4 +37,16 @@ export function diffItems(held: ReadonlyMap<string, HeldItem>, items: readonly I
 
 export function isEmptyDiff(d: ItemDiff): boolean {
   return d.added.length === 0 && d.changed.length === 0 && d.removed.length === 0
+}
+
+/**
+ * How what an event stream last told its consumers (their items and the last marker's checksum)
+ * differs from a snapshot: each differing item once, or the marker (named by `marker`) when the
+ * items agree but the checksum does not. Examples are sorted, so the same drift reads the same.
+ */
+export function publishedDrift(held: ReadonlyMap<string, HeldItem>, heldChecksum: string | undefined, snapshot: Snapshot, marker: string): DriftResult {
+  const diff = diffItems(held, snapshot.items)
+  const keys = [...diff.added.map(itemKey), ...diff.changed.map((c) => itemKey(c.after)), ...diff.removed.map((r) => r.key)].sort()
+  const markers = keys.length === 0 && heldChecksum !== snapshot.checksum ? [marker] : []
+  return { differences: keys.length + markers.length, examples: [...markers, ...keys].slice(0, 5), repaired: false }
 }

@@ -1,12 +1,12 @@
 import type { ObjectRef, Snapshot } from '../../api/types.js'
-import { diffItems } from '../diff.js'
+import { diffItems, publishedDrift } from '../diff.js'
 import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
-import { emptyResult, type Sink, type WriteResult } from '../sink.js'
+import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { kafkaSettings } from './config.js'
-import { decodeStates, encodeExport, encodeRemoval, inventoryToken, type HeldState, type InventoryAddress } from './encode.js'
+import { decodeStates, encodeExport, encodeRemoval, inventoryKey, inventoryToken, type HeldState, type InventoryAddress } from './encode.js'
 import { explained, isRetriable, KafkaService } from './service.js'
 
 export { kafkaSettings } from './config.js'
@@ -38,6 +38,7 @@ export function createKafkaSink(opts: SinkOptions): Sink {
   return {
     id: opts.id,
     write: (snapshot) => queue.run(() => guarded('write', () => explained(() => write(snapshot)), dropState)),
+    verify: (snapshot, mode) => queue.run(() => guarded(`drift check (${mode})`, () => explained(() => verify(snapshot, mode)), dropState)),
     remove: (inventory: ObjectRef, cluster: string) => queue.run(() => guarded('remove', () => explained(() => remove({ cluster, inventory })), dropState)),
     healthcheck: () => guarded('healthcheck', () => explained(() => service.ping())),
     close: () => guarded('close', () => service.close()),
@@ -53,6 +54,21 @@ export function createKafkaSink(opts: SinkOptions): Sink {
     await during(`publishing events (${events}) and the snapshot marker`, () => service.transact(records))
     cache?.set(token, next)
     return resultOf(diff)
+  }
+
+  /**
+   * What consumers were last told against the export the exporter confirmed: another instance of
+   * this sink (an old leader in a brief split brain) may have committed after it, and the
+   * exporter's checksum shortcut would not write the same snapshot again. The read starts from a
+   * fresh registration of the transactional id, which fences such an instance.
+   */
+  async function verify(snapshot: Snapshot, mode: DriftMode): Promise<DriftResult> {
+    dropState()
+    const state = await held(inventoryToken(settings.topic, snapshot))
+    const result = publishedDrift(state.items, state.snapshot?.checksum, snapshot, `${settings.topic}:${inventoryKey(snapshot)}`)
+    if (mode === 'report' || result.differences === 0) return result
+    await write(snapshot)
+    return { ...result, repaired: true }
   }
 
   async function remove(at: InventoryAddress): Promise<void> {

@@ -30,7 +30,9 @@ export function isRetriable(err: unknown): boolean {
     if (!(e instanceof Error)) return false
     const flags = e as Error & { canRetry?: boolean; code?: string }
     if (flags.canRetry === true) return true
-    return /Timeout|NetworkError|ConnectionError|fenced|coordinator|leader|CONCURRENT_TRANSACTIONS|Unknown topic|not available/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
+    // A newer producer with our transactional id ("... which fences the current one"): an old
+    // leader's retry registers the id again and stops once it learns it lost the lease.
+    return /Timeout|NetworkError|ConnectionError|fence[sd]|coordinator|leader|CONCURRENT_TRANSACTIONS|Unknown topic|not available/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
   })
 }
 
@@ -160,7 +162,8 @@ export class KafkaService {
           configs: [{ name: 'cleanup.policy', value: cleanupPolicy }],
         })
       } catch (err) {
-        // Another replica created it first.
+        // Another replica created it first; while its creation is in flight the listing may not show it yet.
+        if (errorChain(err).some((e) => e instanceof Error && /already exists/i.test(e.message))) return
         if (!(await admin.listTopics()).includes(topic)) throw err
       }
     }

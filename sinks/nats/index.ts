@@ -1,10 +1,10 @@
 import type { ObjectRef, Snapshot } from '../../api/types.js'
-import { diffItems } from '../diff.js'
+import { diffItems, publishedDrift } from '../diff.js'
 import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
-import { emptyResult, type Sink, type WriteResult } from '../sink.js'
+import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { natsSettings } from './config.js'
 import { EMPTY_CHECKSUM, encodeExport, encodeRemoval, subjectFor, type InventoryAddress } from './encode.js'
 import { isRetriable, NatsService } from './service.js'
@@ -47,7 +47,9 @@ export function createNatsSink(opts: SinkOptions): Sink {
 
   async function held(token: string, at: InventoryAddress): Promise<InventoryState> {
     const cached = cache.get(token)
-    if (cached) return cached
+    // Another writer (an old leader in a brief split brain) may have recorded an export since
+    // ours: a diff from our cache would then publish wrong events and record a mix of both.
+    if (cached && cached.revision === (await during('reading the state revision', () => service.stateRevision(snapshotStateKey(token))))) return cached
     const entries = await during('reading the published state', () =>
       service.readState(inventoryStateFilter(token), snapshotStateKey(token)),
     )
@@ -66,6 +68,10 @@ export function createNatsSink(opts: SinkOptions): Sink {
     write(snapshot) {
       const token = tokenOf(snapshot)
       return queue.run(() => guarded('write', () => write(snapshot, token), () => cache.delete(token)), token)
+    },
+    verify(snapshot, mode) {
+      const token = tokenOf(snapshot)
+      return queue.run(() => guarded(`drift check (${mode})`, () => verify(snapshot, mode, token), () => cache.delete(token)), token)
     },
     remove(inventory: ObjectRef, cluster: string) {
       const token = tokenOf({ cluster, inventory })
@@ -103,6 +109,21 @@ export function createNatsSink(opts: SinkOptions): Sink {
       sinceMarker: emptyResult(),
     })
     return resultOf(diff)
+  }
+
+  /**
+   * What consumers were last told (read from the bucket and the stream, never the cache) against
+   * the export the exporter confirmed. They differ when another writer published after it: an
+   * old leader in a brief split brain. The exporter's checksum shortcut would never write again
+   * until the items change; a repair publishes the way back.
+   */
+  async function verify(snapshot: Snapshot, mode: DriftMode, token: string): Promise<DriftResult> {
+    cache.delete(token)
+    const state = await held(token, snapshot)
+    const result = publishedDrift(state.items, state.snapshot?.checksum, snapshot, subjectFor(settings.subject, snapshot, 'snapshot'))
+    if (mode === 'report' || result.differences === 0) return result
+    await write(snapshot, token)
+    return { ...result, repaired: true }
   }
 
   async function remove(at: InventoryAddress, token: string): Promise<void> {

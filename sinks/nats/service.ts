@@ -242,6 +242,13 @@ export class NatsService {
     await forEachBounded(removals, this.settings.window, (key) => kv.delete(key))
   }
 
+  /** The revision of a key's last put or delete (0 if it never existed), in one lookup. */
+  async stateRevision(key: string): Promise<number> {
+    const { jsm } = await this.connected()
+    const last = await jsm.streams.getMessage(this.kvStream, { last_by_subj: this.kvSubject(key) })
+    return last?.seq ?? 0
+  }
+
   /** Put one key and return its new revision. */
   async putState(key: string, value: string): Promise<number> {
     const { kv } = await this.connected()
