@@ -435,7 +435,7 @@ describe('hub mode: hub.enabled renders the hub beside the hooks and exporter', 
     const cm = only<ConfigMap>(objects, 'ConfigMap', 'kollect-hub')
     assert.deepEqual(Object.keys(cm.data), ['hub.yaml'])
     assert.deepEqual(parseHubConfig(cm.data['hub.yaml']!), {
-      nats: { url: 'nats://hub-nats:4222', stream: 'FLEET', subject: 'kollect', durable: 'kollect-hub', secretDir: '/etc/kollect/secrets/nats' },
+      nats: { url: 'nats://hub-nats:4222', stream: 'FLEET', subject: 'kollect', durable: 'kollect-hub', ackWaitSeconds: 600, secretDir: '/etc/kollect/secrets/nats' },
       clusters: ['east', 'west'],
       dataDir: '/data',
       sinks: [
