@@ -24,6 +24,8 @@ export interface HubConfig {
     subject: string
     /** The durable pull consumer's name: the hub's position in the stream. */
     durable: string
+    /** How long a delivered message waits for its ack before redelivery: after a crash, how soon the next start gets it back. */
+    ackWaitSeconds: number
     secretDir?: string
   }
   /** Only these cluster labels are fanned in; anything else is refused. */
@@ -33,6 +35,7 @@ export interface HubConfig {
 }
 
 export const DEFAULT_DURABLE = 'kollect-hub'
+export const DEFAULT_ACK_WAIT_SECONDS = 600
 const HUB_SINK_TYPES = new Set(['git', 'postgres'])
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
@@ -90,6 +93,8 @@ export function parseHubConfig(text: string, file = 'hub.yaml'): HubConfig {
     return undefined
   })
   const natsSecretDir = optionalString(nats.secretDir, 'nats.secretDir', problems)
+  const ackWait = nats.ackWaitSeconds ?? DEFAULT_ACK_WAIT_SECONDS
+  if (!Number.isInteger(ackWait) || (ackWait as number) < 1) problems.push('nats.ackWaitSeconds must be a whole number of seconds, at least 1')
   const dataDir = optionalString(doc.dataDir, 'dataDir', problems) ?? '/data'
   if (problems.length > 0) throw new HubConfigError(file, problems)
   return {
@@ -98,6 +103,7 @@ export function parseHubConfig(text: string, file = 'hub.yaml'): HubConfig {
       stream: optionalString(nats.stream, 'nats.stream', problems) ?? DEFAULT_STREAM,
       subject: optionalString(nats.subject, 'nats.subject', problems) ?? DEFAULT_SUBJECT,
       durable: optionalString(nats.durable, 'nats.durable', problems) ?? DEFAULT_DURABLE,
+      ackWaitSeconds: ackWait as number,
       ...(natsSecretDir ? { secretDir: natsSecretDir } : {}),
     },
     clusters: clusters as string[],

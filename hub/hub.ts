@@ -16,9 +16,6 @@ import { HubStore } from './store.js'
 // every hub sink, saves it, and only then acknowledges its messages, so a crash anywhere
 // redelivers what the sinks did not confirm, and the sinks skip what they already hold.
 
-/** How long the server waits for an ack before redelivering: longer than one export's retries should take. */
-const ACK_WAIT_MS = 10 * 60_000
-
 export interface HubOptions {
   config: HubConfig
   metrics: HubMetrics
@@ -74,7 +71,9 @@ export class Hub {
     this.nc = await connect({ servers: settings.servers, ...settings.auth, maxReconnectAttempts: -1, name: 'kollect-hub' })
     const jsm = await jetstreamManager(this.nc)
     this.jsm = jsm
-    const { stream, subject, durable } = config.nats
+    const { stream, subject, durable, ackWaitSeconds } = config.nats
+    // Longer than one export's retries should take; after a crash, how soon unacknowledged messages come back.
+    const ackWait = nanos(ackWaitSeconds * 1000)
     // The spokes' sinks create the stream; a hub started first waits for it.
     await retryUntilDone(() => jsm.streams.info(stream), {
       policy: { minMs: 500, maxMs: 5_000, factor: 2 }, signal: this.abort.signal,
@@ -83,6 +82,7 @@ export class Hub {
     const existing = await jsm.consumers.info(stream, durable).catch(() => null)
     if (existing && existing.created === await this.store.consumer()) {
       this.state = await this.store.load()
+      if (existing.config.ack_wait !== ackWait) await jsm.consumers.update(stream, durable, { ack_wait: ackWait })
     } else {
       // Held inventories that do not follow this consumer would skip or repeat messages: start over from the stream's first message.
       if (existing) await jsm.consumers.delete(stream, durable)
@@ -92,7 +92,7 @@ export class Hub {
         deliver_policy: DeliverPolicy.All,
         filter_subject: `${subject}.>`,
         max_ack_pending: -1,
-        ack_wait: nanos(ACK_WAIT_MS),
+        ack_wait: ackWait,
       })
       await this.store.reset(created.created)
       this.state = {}
@@ -152,7 +152,10 @@ export class Hub {
         return
       case 'seen':
         // A redelivery whose effect a newer message (unacknowledged, or saved) already holds.
-        m.ack()
+        // While its inventory is not saved yet, it waits with the rest: acknowledged now, a crash
+        // before the marker's save would lose it.
+        if (this.unacked.has(v.key)) this.pending(v.key).push(m)
+        else m.ack()
         return
       case 'event':
         this.pending(v.key).push(m)

@@ -5,10 +5,11 @@
 // helm: $HELM, else the pinned build in the tools cache (scripts/install-helm.sh --print-paths),
 // which scripts/install-helm.sh builds with the local Go toolchain when it is missing (a few
 // minutes the first time). No helm is a failure, not a skip.
-import { before, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
   all,
@@ -28,8 +29,10 @@ import {
   type NetworkPolicy,
   type Role,
   type Service,
+  type Volume,
 } from './k8s.js'
 import { isExecutable, requireTool, toolPaths } from '../support/tools.js'
+import { parseHubConfig } from '../../hub/config.js'
 
 const CHART = join(repoRoot, 'charts', 'kollect')
 const RELEASE = 'kollect'
@@ -458,4 +461,132 @@ test('--include-crds: the chart installs the five CRDs of manifests/crds', () =>
   const byName = (list: K8sObject[]) => Object.fromEntries(list.map((c) => [c.metadata.name, c]))
   assert.deepEqual(byName(crds), byName(expected))
   assert.ok(existsSync(join(CHART, 'crds')))
+})
+
+describe('hub mode: hub.enabled renders the hub beside the hooks and exporter', () => {
+  // What an operator writes: Secret names only, never their content.
+  const HUB_VALUES = `hub:
+  enabled: true
+  nats: {url: "nats://hub-nats:4222", stream: FLEET, existingSecret: hub-nats-user}
+  clusters: [east, west]
+  sinks:
+    - name: fleet-git
+      spec: {type: git, git: {url: "https://git.example.com/fleet.git", branch: main}}
+      existingSecret: fleet-git-credentials
+    - name: fleet-db
+      spec: {type: postgres, postgres: {table: fleet_items}}
+      existingSecret: fleet-db-dsn
+`
+  const dir = mkdtempSync(join(tmpdir(), 'kollect-hub-values-'))
+  const valuesFile = join(dir, 'hub.yaml')
+  before(() => writeFileSync(valuesFile, HUB_VALUES))
+  after(() => rmSync(dir, { recursive: true, force: true }))
+  const renderHub = (set: string[] = []) => render(set, ['-f', valuesFile])
+  type HubDeployment = Deployment & { spec: { template: { metadata: { annotations?: Record<string, string> }; spec: { automountServiceAccountToken?: boolean } } } }
+  type ConfigMap = K8sObject & { data: Record<string, string> }
+
+  test('objects: hub ConfigMap, Deployment, metrics Service and volume, and the single pod still there', () => {
+    const objects = renderHub()
+    const names = objects.map((o) => `${o.kind}/${o.metadata.name}`)
+    for (const n of ['ConfigMap/kollect-hub', 'Deployment/kollect-hub', 'Service/kollect-hub', 'PersistentVolumeClaim/kollect-hub-data', 'Deployment/kollect', 'Service/kollect-hooks']) assert.ok(names.includes(n), n)
+    assert.ok(!render().some((o) => o.metadata.name.startsWith('kollect-hub')), 'hub.enabled defaults to false')
+    const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '-f', valuesFile])
+    assert.equal(r.status, 0, r.stdout + r.stderr)
+  })
+
+  test('the ConfigMap is a hub config file the hub accepts, with Secret mount paths and no credentials', () => {
+    const objects = renderHub()
+    const cm = only<ConfigMap>(objects, 'ConfigMap', 'kollect-hub')
+    assert.deepEqual(Object.keys(cm.data), ['hub.yaml'])
+    assert.deepEqual(parseHubConfig(cm.data['hub.yaml']!), {
+      nats: { url: 'nats://hub-nats:4222', stream: 'FLEET', subject: 'kollect', durable: 'kollect-hub', ackWaitSeconds: 600, secretDir: '/etc/kollect/secrets/nats' },
+      clusters: ['east', 'west'],
+      dataDir: '/data',
+      sinks: [
+        { name: 'fleet-git', spec: { type: 'git', git: { url: 'https://git.example.com/fleet.git', branch: 'main' } }, secretDir: '/etc/kollect/secrets/sinks/fleet-git' },
+        { name: 'fleet-db', spec: { type: 'postgres', postgres: { table: 'fleet_items' } }, secretDir: '/etc/kollect/secrets/sinks/fleet-db' },
+      ],
+    })
+    // Each secretDir is where the named Secret is mounted, and the config file where the hub reads it.
+    const d = only<HubDeployment>(objects, 'Deployment', 'kollect-hub')
+    const hub = container(d, 'hub')
+    const mountOf = (volume: string) => hub.volumeMounts?.find((m) => m.name === volume)
+    const secretAt = (dir: string) => {
+      const mount = hub.volumeMounts?.find((m) => m.mountPath === dir)
+      assert.equal(mount?.readOnly, true, dir)
+      return d.spec.template.spec.volumes.find((v) => v.name === mount?.name)?.secret?.secretName
+    }
+    assert.equal(secretAt('/etc/kollect/secrets/nats'), 'hub-nats-user')
+    assert.equal(secretAt('/etc/kollect/secrets/sinks/fleet-git'), 'fleet-git-credentials')
+    assert.equal(secretAt('/etc/kollect/secrets/sinks/fleet-db'), 'fleet-db-dsn')
+    assert.equal(envValue(hub, 'KOLLECT_HUB_CONFIG'), `${mountOf('config')?.mountPath}/hub.yaml`)
+    assert.equal((d.spec.template.spec.volumes as (Volume & { configMap?: { name: string } })[]).find((v) => v.name === 'config')?.configMap?.name, cm.metadata.name)
+    // A changed config file restarts the hub, which reads it once.
+    const other = only<HubDeployment>(renderHub(['hub.clusters={east,west,north}']), 'Deployment', 'kollect-hub')
+    assert.notEqual(other.spec.template.metadata.annotations?.['checksum/config'], d.spec.template.metadata.annotations?.['checksum/config'])
+    // Without a Secret nothing is mounted and the file names no secretDir.
+    const bare = renderHub(['hub.nats.existingSecret=', 'hub.sinks[0].existingSecret=', 'hub.sinks[1].existingSecret='])
+    assert.ok(!/secretDir/.test(only<ConfigMap>(bare, 'ConfigMap', 'kollect-hub').data['hub.yaml']!))
+    assert.deepEqual(only<HubDeployment>(bare, 'Deployment', 'kollect-hub').spec.template.spec.volumes.filter((v) => v.secret), [])
+  })
+
+  test('the hub pod: one replica, Recreate, main-hub.js, probes, hardened like the others, no API token', () => {
+    const objects = renderHub()
+    const d = only<HubDeployment>(objects, 'Deployment', 'kollect-hub')
+    assert.equal(d.spec.replicas, 1)
+    assert.equal(d.spec.strategy.type, 'Recreate', 'one owner of the durable consumer at a time')
+    const hub = container(d, 'hub')
+    assert.deepEqual(d.spec.template.spec.containers.map((c) => c.name), ['hub'])
+    assert.deepEqual(hub.args, ['node', 'dist/server/main-hub.js'])
+    assert.equal(hub.image, container(only<Deployment>(objects, 'Deployment', 'kollect'), 'hooks').image, 'the same image')
+    assert.deepEqual(hub.readinessProbe?.httpGet, { path: '/readyz', port: 'http' })
+    assert.deepEqual(hub.livenessProbe?.httpGet, { path: '/healthz', port: 'http' })
+    assert.deepEqual(hub.ports?.map((p) => [p.name, p.containerPort]), [['http', 8080]])
+    assert.equal(envValue(hub, 'PORT'), '8080')
+    const single = only<Deployment>(objects, 'Deployment', 'kollect')
+    assert.deepEqual(d.spec.template.spec.securityContext, single.spec.template.spec.securityContext)
+    assert.deepEqual(hub.securityContext, container(single, 'hooks').securityContext)
+    assert.equal(hub.securityContext?.readOnlyRootFilesystem, true)
+    assert.equal(d.spec.template.spec.automountServiceAccountToken, false)
+    assert.notEqual(d.spec.template.spec.serviceAccountName, 'kollect', 'not the service account that reads Secrets')
+    assert.deepEqual(hub.volumeMounts?.filter((m) => !m.readOnly).map((m) => m.mountPath).sort(), ['/data', '/tmp'])
+    assert.equal(d.spec.template.spec.volumes.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName, 'kollect-hub-data')
+    const noVolume = only<HubDeployment>(renderHub(['hub.persistence.enabled=false']), 'Deployment', 'kollect-hub')
+    assert.ok(noVolume.spec.template.spec.volumes.find((v) => v.name === 'data')?.emptyDir)
+  })
+
+  test('selectors: the metrics Service reaches the hub pod only, and nothing of the hooks reaches it', () => {
+    for (const layout of [[], ['hooks.replicas=3']]) {
+      const objects = renderHub([...layout, 'serviceMonitor.enabled=true'])
+      const hubPod = only<Deployment>(objects, 'Deployment', 'kollect-hub').spec.template.metadata.labels
+      const svc = only<Service>(objects, 'Service', 'kollect-hub')
+      assert.ok(selects(svc.spec.selector, hubPod))
+      assert.deepEqual(svc.spec.ports.map((p) => [p.name, p.port, p.targetPort]), [['metrics', 8080, 'http']])
+      for (const d of all<Deployment>(objects, 'Deployment').filter((x) => x.metadata.name !== 'kollect-hub')) {
+        assert.ok(!selects(d.spec.selector.matchLabels, hubPod), `${layout.join()}: Deployment ${d.metadata.name} would own the hub pod`)
+        assert.ok(!selects(svc.spec.selector, d.spec.template.metadata.labels), `${layout.join()}: the hub Service reaches ${d.metadata.name}`)
+      }
+      for (const s of all<Service>(objects, 'Service').filter((x) => x.metadata.name !== 'kollect-hub')) assert.ok(!selects(s.spec.selector, hubPod), `${layout.join()}: Service ${s.metadata.name} reaches the hub`)
+      for (const n of all<NetworkPolicy>(objects, 'NetworkPolicy')) assert.ok(!selects(n.spec.podSelector.matchLabels ?? {}, hubPod), `${layout.join()}: NetworkPolicy ${n.metadata.name}`)
+      const sm = all<K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] } }>(objects, 'ServiceMonitor').find((m) => m.metadata.name === 'kollect-hub')
+      assert.ok(sm && selects(sm.spec.selector.matchLabels, svc.metadata.labels ?? {}) && sm.spec.endpoints[0]?.port === 'metrics')
+    }
+  })
+
+  test('missing or unsafe values fail with a message that says what to set', () => {
+    const fails = (set: string[]) => {
+      const r = runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, '-f', valuesFile, ...set.flatMap((s) => ['--set', s])])
+      assert.notEqual(r.status, 0, `${set.join(' ')} should fail`)
+      return r.stderr
+    }
+    assert.match(fails(['hub.nats.url=']), /hub\.enabled=true needs hub\.nats\.url/)
+    assert.match(fails(['hub.clusters=null']), /needs hub\.clusters/)
+    assert.match(fails(['hub.sinks=null']), /needs hub\.sinks/)
+    assert.match(fails(['hub.nats.url=nats://hub:s3cret@hub-nats:4222']), /hub\.nats\.url carries credentials.*existingSecret/)
+    assert.match(fails(['hub.sinks[0].spec.git.url=https://bot:s3cret@git.example.com/fleet.git']), /hub\.sinks\[0\] \(fleet-git\): spec\.git\.url carries credentials/)
+    assert.match(fails(['hub.sinks[1].spec.secretRef.name=fleet-db-dsn']), /hub\.sinks\[1\] \(fleet-db\): spec\.secretRef is not read by the hub.*existingSecret/)
+    assert.match(fails(['hub.sinks[1].name=fleet-git']), /fleet-git is used twice/)
+    assert.match(fails(['hub.sinks[1].spec.type=s3']), /type/)
+    assert.match(fails(['hub.unknown=1']), /unknown/)
+  })
 })

@@ -104,3 +104,32 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
 {{- end }}
+
+{{/* Pod securityContext of every Kollect pod: a fixed non-root user, RuntimeDefault seccomp. */}}
+{{- define "kollect.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+fsGroupChangePolicy: OnRootMismatch
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/*
+The hub's selector labels. Its own app.kubernetes.io/name: the single pod's Deployment, hooks
+Service and NetworkPolicy select by name + instance alone, and must never reach the hub pod.
+*/}}
+{{- define "kollect.hubSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-hub" (include "kollect.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: hub
+{{- end }}
+
+{{- define "kollect.hubLabels" -}}
+helm.sh/chart: {{ include "kollect.chart" . }}
+{{ include "kollect.hubSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: kollect
+{{- end }}

@@ -45,13 +45,7 @@ priorityClassName: {{ . }}
 {{- end }}
 terminationGracePeriodSeconds: 30
 securityContext:
-  runAsNonRoot: true
-  runAsUser: 10001
-  runAsGroup: 10001
-  fsGroup: 10001
-  fsGroupChangePolicy: OnRootMismatch
-  seccompProfile:
-    type: RuntimeDefault
+  {{- include "kollect.podSecurityContext" $r | nindent 2 }}
 {{- end }}
 
 {{/* The hooks container. */}}

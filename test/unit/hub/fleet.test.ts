@@ -65,7 +65,7 @@ describe('hub config', () => {
   })
   test('fills the defaults', () => {
     const config = parseHubConfig('nats: { url: "nats://hub:4222" }\nclusters: [east]\nsinks:\n  - name: fleet-git\n    spec: { type: git, git: { url: "https://git.example.com/fleet.git" } }\n')
-    assert.deepEqual(config.nats, { url: 'nats://hub:4222', stream: 'KOLLECT', subject: 'kollect', durable: 'kollect-hub' })
+    assert.deepEqual(config.nats, { url: 'nats://hub:4222', stream: 'KOLLECT', subject: 'kollect', durable: 'kollect-hub', ackWaitSeconds: 600 })
     assert.equal(config.dataDir, '/data')
   })
 })
