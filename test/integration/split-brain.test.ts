@@ -126,6 +126,15 @@ describe('split brain: two active exporters, one git remote, one PostgreSQL tabl
     await Promise.all(leaders.map((l) => l.exp.idle()))
   }
 
+  /** Both hold the same six items; A exports first, then B (B's write finds it done). */
+  async function firstExportOneAfterTheOther(s: Setup): Promise<Item[]> {
+    const s0 = targetItems(6)
+    await Promise.all([s.a.report(s0, 1), s.b.report(s0, 1)])
+    await exportAll(s.a)
+    await exportAll(s.b)
+    return s0
+  }
+
   /**
    * Nothing is corrupt, and each sink holds `expected`: git's history is linear and its document
    * is byte-identical to a single writer's; the PostgreSQL rows and the newest snapshot row are
@@ -182,10 +191,7 @@ describe('split brain: two active exporters, one git remote, one PostgreSQL tabl
 
   test('b. the old leader writes an older snapshot after the new leader wrote a newer one: nothing corrupt, and the newer state comes back', async (t) => {
     const s = await setup(t)
-    const s0 = targetItems(6)
-    await Promise.all([s.a.report(s0, 1), s.b.report(s0, 1)])
-    await exportAll(s.a)
-    await exportAll(s.b)
+    const s0 = await firstExportOneAfterTheOther(s)
     // The old leader decides to write S1 and pauses (GC) before its writes reach the sinks.
     const s1 = [bumpReplicas(s0[0] as Item, 50), ...s0.slice(1)]
     await s.a.report(s1, 2)
@@ -216,10 +222,7 @@ describe('split brain: two active exporters, one git remote, one PostgreSQL tabl
 
   test('c. interleaved 1-item changes from both: each writer keeps its own changes, the sinks hold the last writer\'s snapshot', async (t) => {
     const s = await setup(t)
-    const s0 = targetItems(6)
-    await Promise.all([s.a.report(s0, 1), s.b.report(s0, 1)])
-    await exportAll(s.a)
-    await exportAll(s.b)
+    const s0 = await firstExportOneAfterTheOther(s)
     const views = new Map([[s.a, s0], [s.b, s0]])
     let held = s0
     let published = (await consumerView(s)).messages.length

@@ -14,6 +14,7 @@ import { get, post } from '../support/hooks-server.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
 import { spawnEntry, type EntryProcess } from '../support/kollect-process.js'
 import { controllerFor, goJson, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
+import { startLeaderExporter, exporterBase } from '../support/leader.js'
 import { pollUntil, waitForExit } from '../support/process.js'
 import { REPLICA_DOC, historySink, inventorySyncBody, replicaObjects, replicaTarget } from '../support/replica-fixtures.js'
 
@@ -40,24 +41,12 @@ after(async () => {
 })
 
 async function startExporter(identity: string): Promise<EntryProcess> {
-  const e = await spawnEntry('main-exporter', {
-    KUBECONFIG: cp.kubeconfigPath,
-    KOLLECT_HOOK_AUTH: 'none',
-    KOLLECT_ALLOW_PRIVATE_SINKS: 'true',
-    KOLLECT_LEADER_ELECTION: 'true',
-    KOLLECT_LEASE_NAMESPACE: 'kollect-system',
-    KOLLECT_LEASE_NAME: 'peers-test',
-    KOLLECT_LEASE_IDENTITY: identity,
-    KOLLECT_LEASE_DURATION_MS: String(LEASE_MS),
-    KOLLECT_LEASE_RENEW_DEADLINE_MS: String(LEASE_MS - 1000),
-    KOLLECT_LEASE_RETRY_PERIOD_MS: '500',
-  })
+  const e = await startLeaderExporter(cp, identity, 'peers-test', { durationMs: LEASE_MS, retryPeriodMs: 500 })
   procs.push(e)
-  await pollUntil('exporter /healthz', async () => (await get(`${base(e)}/healthz`).catch(() => null))?.status === 200, { timeoutMs: 20_000, proc: e.proc })
   return e
 }
 
-const base = (e: EntryProcess) => `http://127.0.0.1:${e.exporterPort}`
+const base = exporterBase
 const isReady = async (e: EntryProcess) => !e.proc.hasExited() && (await get(`${base(e)}/readyz`).catch(() => null))?.status === 200
 
 /** Export commits (oldest first) and the document at main. */
