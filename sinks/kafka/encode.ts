@@ -220,3 +220,28 @@ export function encodeRemoval(topics: Topics, at: InventoryAddress, held: HeldSt
   records.push(stateRecord(c, stateSnapshotKey(c.token), null))
   return { records, events, next: { items: new Map() } }
 }
+
+/** One committed record as read back. */
+export interface ReadRecord extends StateRecord {
+  offset: bigint
+  headers: Record<string, string>
+}
+
+/** Consecutive runs of records of at most about maxBytes each (one record alone may exceed it). */
+export function chunks<T extends OutgoingRecord>(records: readonly T[], maxBytes: number): T[][] {
+  const out: T[][] = []
+  let current: T[] = []
+  let size = 0
+  for (const r of records) {
+    const bytes = Buffer.byteLength(r.key) + (r.value === null ? 0 : Buffer.byteLength(r.value)) + 64 + Object.entries(r.headers).reduce((n, [k, v]) => n + k.length + v.length, 0)
+    if (current.length > 0 && size + bytes > maxBytes) {
+      out.push(current)
+      current = []
+      size = 0
+    }
+    current.push(r)
+    size += bytes
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}

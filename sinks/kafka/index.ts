@@ -7,7 +7,8 @@ import { SerialQueue } from '../serial.js'
 import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { kafkaSettings } from './config.js'
 import { decodeStates, encodeExport, encodeRemoval, inventoryKey, inventoryToken, type HeldState, type InventoryAddress } from './encode.js'
-import { explained, isRetriable, KafkaService } from './service.js'
+import { explained, isRetriable } from './errors.js'
+import { KafkaService } from './service.js'
 
 export { kafkaSettings } from './config.js'
 

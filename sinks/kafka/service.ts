@@ -8,56 +8,15 @@ import {
   type ConnectionOptions,
   type RecordsBatch,
 } from '@platformatic/kafka'
-import { configError, errorChain, isTransientNetworkError } from '../errors.js'
+import { configError } from '../errors.js'
+import { alreadyExists } from './errors.js'
 import { brokerUrls, type KafkaSettings } from './config.js'
-import type { OutgoingRecord, StateRecord, Topics } from './encode.js'
+import { chunks, type OutgoingRecord, type ReadRecord, type StateRecord, type Topics } from './encode.js'
 
 // Control batches (transaction commit/abort markers) carry this attribute bit.
 const IS_CONTROL = 1 << 5
 const FETCH_MAX_BYTES = 16 * 1024 * 1024
 const SEND_MAX_BYTES = 256 * 1024
-
-/**
- * Retriable: the network, timeouts, and the client's own protocol errors that Kafka marks as
- * retriable (a leader moving, a coordinator loading, a broker not yet up). Authentication,
- * authorization and invalid configurations are permanent.
- */
-export function isRetriable(err: unknown): boolean {
-  if (isTransientNetworkError(err)) return true
-  const chain = errorChain(err)
-  if (chain.some((e) => e instanceof Error && /authenticat|authoriz|sasl|InvalidConfig|InvalidReplicationFactor|PolicyViolation/i.test(`${e.name} ${e.message}`))) return false
-  return chain.some((e) => {
-    if (!(e instanceof Error)) return false
-    const flags = e as Error & { canRetry?: boolean; code?: string }
-    if (flags.canRetry === true) return true
-    // A newer producer with our transactional id ("... which fences the current one"): an old
-    // leader's retry registers the id again and stops once it learns it lost the lease.
-    return /Timeout|NetworkError|ConnectionError|fence[sd]|coordinator|leader|CONCURRENT_TRANSACTIONS|Unknown topic|not available/i.test(`${e.name} ${flags.code ?? ''} ${e.message}`)
-  })
-}
-
-/** One committed record as read back. */
-export interface ReadRecord extends StateRecord {
-  offset: bigint
-  headers: Record<string, string>
-}
-
-/**
- * The client reports "metadata failed 4 times" or "Cannot connect to any broker" with the reason
- * inside: name it (an authentication failure first, then the innermost error) so the status says
- * what is wrong. The original stays the cause, where isRetriable looks.
- */
-export async function explained<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn()
-  } catch (err) {
-    const chain = errorChain(err).filter((e): e is Error => e instanceof Error)
-    const auth = chain.find((e) => /authentication failed/i.test(e.message))
-    const inner = auth ?? chain.filter((e) => !(e instanceof AggregateError)).at(-1)
-    if (!(err instanceof Error) || !inner || inner === err || err.message.includes(inner.message)) throw err
-    throw new Error(`${err.message}: ${inner.message}`, { cause: err })
-  }
-}
 
 interface Clients {
   producer: Producer<string, string, string, string>
@@ -163,7 +122,7 @@ export class KafkaService {
         })
       } catch (err) {
         // Another replica created it first; while its creation is in flight the listing may not show it yet.
-        if (errorChain(err).some((e) => e instanceof Error && /already exists/i.test(e.message))) return
+        if (alreadyExists(err)) return
         if (!(await admin.listTopics()).includes(topic)) throw err
       }
     }
@@ -316,25 +275,6 @@ export class KafkaService {
     this.probe = undefined
     await Promise.all([this.reset(), probe && closeAll([probe])])
   }
-}
-
-/** Consecutive runs of records of at most about maxBytes each (one record alone may exceed it). */
-export function chunks<T extends OutgoingRecord>(records: readonly T[], maxBytes: number): T[][] {
-  const out: T[][] = []
-  let current: T[] = []
-  let size = 0
-  for (const r of records) {
-    const bytes = Buffer.byteLength(r.key) + (r.value === null ? 0 : Buffer.byteLength(r.value)) + 64 + Object.entries(r.headers).reduce((n, [k, v]) => n + k.length + v.length, 0)
-    if (current.length > 0 && size + bytes > maxBytes) {
-      out.push(current)
-      current = []
-      size = 0
-    }
-    current.push(r)
-    size += bytes
-  }
-  if (current.length > 0) out.push(current)
-  return out
 }
 
 /** Metadata once every partition of the topics has a leader: a topic just created takes a moment. */

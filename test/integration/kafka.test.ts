@@ -15,7 +15,8 @@ import {
   partitionFor,
 } from '../../sinks/kafka/encode.js'
 import { createKafkaSink } from '../../sinks/kafka/index.js'
-import { KafkaService, type ReadRecord } from '../../sinks/kafka/service.js'
+import type { ReadRecord } from '../../sinks/kafka/encode.js'
+import { KafkaService } from '../../sinks/kafka/service.js'
 import type { ItemEvent, SnapshotMarker } from '../../sinks/nats/encode.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { startKafka, type KafkaBroker } from '../support/kafka.js'

@@ -8,7 +8,8 @@ import {
   decodeStates, EMPTY_CHECKSUM, encodeExport, encodeRemoval, HEADER_EVENT, inventoryKey, inventoryToken, itemEventKey, partitionFor,
   stateItemKey, stateSnapshotKey, type HeldState, type InventoryAddress, type StateRecord, type Topics,
 } from '../../../sinks/kafka/encode.js'
-import { chunks, explained, isRetriable } from '../../../sinks/kafka/service.js'
+import { chunks } from '../../../sinks/kafka/encode.js'
+import { explained, isRetriable } from '../../../sinks/kafka/errors.js'
 import type { ItemEvent, SnapshotMarker } from '../../../sinks/nats/encode.js'
 import { SinkError } from '../../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../../support/items.js'
