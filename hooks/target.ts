@@ -172,7 +172,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       if (itemBytes > limits.maxRequestItemBytes) {
         return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
       }
-      items.push({ ...identity, attributes: out.attributes })
+      items.push(orderedItem(identity, out.attributes))
       generations.set(identity.uid, typeof object.metadata?.generation === 'number' ? object.metadata.generation : null)
       counts.extractedCount++
     }
@@ -213,6 +213,11 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
 function recordFailure(counts: Counts, key: string, message: string): void {
   counts.failedCount++
   if (counts.lastError === '') counts.lastError = truncate(`${key}: ${message}`, 256)
+}
+
+/** The item with its keys in code-unit order (its attributes come so from extractObject): hashed natively, see api/canonical.ts. */
+function orderedItem(id: Omit<Item, 'attributes'>, attributes: Item['attributes']): Item {
+  return { attributes, group: id.group, kind: id.kind, name: id.name, namespace: id.namespace, target: { name: id.target.name, namespace: id.target.namespace }, uid: id.uid, version: id.version }
 }
 
 function identityOf(object: KubeObject, fallbackVersion: string, target: { namespace: string; name: string }): Omit<Item, 'attributes'> {
