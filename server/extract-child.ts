@@ -4,6 +4,7 @@
 // here that is this child, which the pool replaces, and never the server.
 // Frames come and go on fd 3 (server/frames.ts); the IPC channel fork() opens only tells this
 // child that the server is gone.
+import { isAscii } from 'node:buffer'
 import net from 'node:net'
 import sjson from 'secure-json-parse'
 import type { ExpressionLimits } from '../hooks/limits.js'
@@ -78,7 +79,8 @@ function main(): void {
     if (nestsDeeperThan(body, limits.maxJsonDepth)) return void send({ type: 'bad', id, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', message: String(limits.maxJsonDepth) })
     let parsed: unknown
     try {
-      parsed = sjson.parse(body.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' })
+      // Go escapes nothing past ASCII, but most bodies hold none: the ASCII decoder is about twice as fast as UTF-8's, and gives the same text then.
+      parsed = sjson.parse(body.toString(isAscii(body) ? 'ascii' : 'utf8'), undefined, { protoAction: 'error', constructorAction: 'error' })
     } catch (err) {
       send({ type: 'bad', id, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: jsonErrorSummary((err as Error).message) })
       return
