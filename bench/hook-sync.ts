@@ -27,13 +27,11 @@ async function measure(server: HooksServer, count: number, managedFields: boolea
   let extracted = 0
   for (let r = 0; r < rounds + 1; r++) {
     const b = timeMs(() => JSON.stringify(JSON.parse(text)))
-    let status = 0
     const h = await timeMsAsync(async () => {
       const res = await post(server.url + '/hooks/targets/sync', body)
-      status = res.status
+      if (res.status !== 200) throw new Error(`hook answered ${res.status}: ${res.text.slice(0, 300)}`)
       extracted = (res.json() as { status: { extractedCount: number } }).status.extractedCount
     })
-    if (status !== 200) throw new Error(`hook answered ${status}`)
     if (r === 0) continue // warm-up: JIT and the compiled-program cache
     baseline.push(b)
     hook.push(h)
@@ -55,14 +53,19 @@ async function measure(server: HooksServer, count: number, managedFields: boolea
 }
 
 export async function benchHookSync(counts = [1_000, TARGET_COUNT, 50_000], rounds = 7): Promise<boolean> {
-  const server = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(512 * 1024 * 1024) })
+  // 50,000 objects take longer than the default 8 s deadline on loaded shared cores; the figure is the cost, not the bound.
+  const server = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(512 * 1024 * 1024), KOLLECT_SYNC_TIMEOUT_MS: '60000', KOLLECT_MAX_INFLIGHT_BYTES: String(1024 * 1024 * 1024) })
   let ok = true
   try {
     for (const managedFields of [true, false]) {
       for (const count of counts) {
         // Big bodies take seconds a round on shared cores; one round says enough there.
-        const m = await measure(server, count, managedFields, count > TARGET_COUNT ? 1 : rounds)
-        ok &&= m.extracted
+        if (count <= TARGET_COUNT) {
+          ok &&= (await measure(server, count, managedFields, rounds)).extracted
+          continue
+        }
+        // Past the target size a failure is printed, not a missed target.
+        await measure(server, count, managedFields, 1).catch((err: Error) => console.log(`\n== hook sync: ${count} Deployments ${managedFields ? 'with' : 'without'} managedFields: failed, ${err.message}`))
       }
     }
   } finally {
