@@ -116,7 +116,29 @@ export function extractObject(object: KubeObject, profile: CompiledProfile, maxI
     }
   }
   if (failedRequired) return { errors, bytes: 0 }
-  const size = Buffer.byteLength(JSON.stringify(attributes))
+  const ordered = inKeyOrder(attributes, profile)
+  const size = Buffer.byteLength(JSON.stringify(ordered))
   if (size > maxItemBytes) return { errors: [...errors, `attributes take ${size} bytes; the limit per item is ${maxItemBytes}`], bytes: 0 }
-  return { attributes, errors, bytes: size }
+  return { attributes: ordered, errors, bytes: size }
+}
+
+/** Attribute names in code-unit order, or null when the profile lists them so already. */
+const sortedNames = new WeakMap<CompiledProfile, string[] | null>()
+
+/**
+ * The attributes with their keys sorted: items whose keys all come in order are hashed with one
+ * native JSON.stringify (api/canonical.ts), instead of a key-by-key walk, 10,000 items a sync.
+ */
+function inKeyOrder(attributes: JsonObject, profile: CompiledProfile): JsonObject {
+  let names = sortedNames.get(profile)
+  if (names === undefined) {
+    const listed = profile.attributes.map((a) => a.name)
+    const sorted = [...new Set(listed)].sort()
+    names = listed.every((name, i) => name === sorted[i]) ? null : sorted
+    sortedNames.set(profile, names)
+  }
+  if (names === null) return attributes
+  const out: JsonObject = {}
+  for (const name of names) if (Object.hasOwn(attributes, name)) setOwn(out, name, attributes[name] as JsonValue)
+  return out
 }

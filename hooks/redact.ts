@@ -6,6 +6,8 @@ export const REDACTED = '[redacted]'
 const BUILT_IN_SUFFIXES = ['password', 'passwd', 'secret', 'token', 'apikey', 'privatekey', 'credential', 'credentials', 'connectionstring']
 const BUILT_IN_EXACT = ['auth', 'authorization', 'clientsecret', 'dsn']
 
+const MAX_KNOWN_KEYS = 4096
+
 function copyObject(value: Record<string, JsonValue>): Record<string, JsonValue> {
   const out: Record<string, JsonValue> = {}
   for (const k of Object.keys(value)) Object.defineProperty(out, k, { value: value[k], enumerable: true, writable: true, configurable: true })
@@ -24,9 +26,16 @@ export interface Redactor {
 /** Keys are sensitive when they equal or end with a sensitive word, at any depth. */
 export function createRedactor(extraKeys: readonly string[] = []): Redactor {
   const exact = new Set([...BUILT_IN_EXACT, ...extraKeys.map(normalise)])
+  // Keys repeat across objects (labels, attribute names): the answer is remembered, up to a bound.
+  const known = new Map<string, boolean>()
   const isSensitive = (key: string): boolean => {
-    const k = normalise(key)
-    return exact.has(k) || BUILT_IN_SUFFIXES.some((s) => k.endsWith(s))
+    let answer = known.get(key)
+    if (answer === undefined) {
+      const k = normalise(key)
+      answer = exact.has(k) || BUILT_IN_SUFFIXES.some((s) => k.endsWith(s))
+      if (known.size < MAX_KNOWN_KEYS) known.set(key, answer)
+    }
+    return answer
   }
   // Copy-on-write: most values hold nothing sensitive and are returned as they are.
   const redact = (value: JsonValue): JsonValue => {

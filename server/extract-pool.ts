@@ -5,7 +5,7 @@ import type { KubeObject, KollectTargetSpec } from '../api/types.js'
 import type { ExpressionLimits } from '../hooks/limits.js'
 import type { TargetSyncResult } from '../hooks/target.js'
 import type { PluralResolver } from './discovery.js'
-import type { FromChild, ToChild } from './extract-child.js'
+import type { ChildPhases, FromChild, ToChild } from './extract-child.js'
 import { FairQueue } from './extract-queue.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
 
@@ -32,8 +32,14 @@ export interface JobInfo {
 
 export type StopReason = 'EvaluationTimeout' | 'ResourceLimit'
 
+/** Where a sync's time went, in milliseconds: the child's phases, the pipe both ways and the result's parse here. */
+export interface PoolPhases extends ChildPhases {
+  handOff: number
+  resultParse: number
+}
+
 export type PoolOutcome =
-  | { kind: 'done'; result: TargetSyncResult }
+  | { kind: 'done'; result: TargetSyncResult; phases: PoolPhases }
   | { kind: 'bad'; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
   | { kind: 'aborted'; reason: StopReason; message: string; parent: KubeObject | null }
   /** Still queued when too little of its budget was left to start: answer 429. */
@@ -81,6 +87,8 @@ export class ExtractPool {
   private nextId = 1
   private closed = false
   private readyWaiters: (() => void)[] = []
+  /** The last completed sync's phases, with the route's own (receive, report): read by bench/hook-sync. */
+  lastPhases: Record<string, number> | null = null
 
   constructor(private readonly options: PoolOptions) {
     this.queue = new FairQueue(options.timeoutMs * MIN_BUDGET_SHARE)
@@ -205,8 +213,15 @@ export class ExtractPool {
         if (slot.job === job) this.send(slot, { type: 'plural', id: job.id, plural })
         return
       }
-      case 'done':
-        return this.finish(slot, { kind: 'done', result: JSON.parse(payload.toString('utf8')) as TargetSyncResult })
+      case 'done': {
+        const parsing = performance.now()
+        const result = JSON.parse(payload.toString('utf8')) as TargetSyncResult
+        const now = performance.now()
+        const c = msg.phases
+        // Everything between the job's start here and its result that the child did not account for: frames, pipe, plural lookup.
+        const handOff = parsing - (job.started ?? parsing) - (c.parse + c.validate + c.select + c.extract + c.hash + c.serialise)
+        return this.finish(slot, { kind: 'done', result, phases: { ...c, handOff, resultParse: now - parsing } })
+      }
       case 'bad':
         return this.finish(slot, { kind: 'bad', code: msg.code, message: msg.message })
       case 'failed':

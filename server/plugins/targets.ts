@@ -29,6 +29,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
     raw.addHook('onRequest', async (request) => { arrivals.set(request, nextSequence()) })
     hookRoute(raw, deps, 'targets', 'sync', null, async (body, request, reply) => {
       const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
+      const received = reply.elapsedTime
       const outcome = await app.extractPool.run(bytes, { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) })
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
       if (outcome.kind === 'queued') {
@@ -45,6 +46,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       const { report, stopped } = outcome.result
       let { response } = outcome.result
       if (stopped) metrics.hookShed.inc({ reason: stopped })
+      const reporting = performance.now()
       if (report) {
         const sequence = arrivals.get(request) ?? nextSequence()
         const result = await callExporter(() => exporter.reportTarget({ ...report, sequence }))
@@ -60,6 +62,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
           response = staleItemsTargetSync(response, result.staleItems)
         }
       }
+      app.extractPool.lastPhases = { receive: received, ...outcome.phases, report: performance.now() - reporting }
       const failed = response.status.failedCount ?? 0
       if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)
       return response

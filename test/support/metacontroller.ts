@@ -72,8 +72,8 @@ const managedFields = (manager: string, time: string) => [
   { apiVersion: 'apps/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { 'f:availableReplicas': {}, 'f:conditions': {}, 'f:readyReplicas': {}, 'f:replicas': {} } }, manager: 'kube-controller-manager', operation: 'Update', subresource: 'status', time },
 ]
 
-/** A realistic Deployment (two containers, env, probes, managedFields, status), deterministic in i. */
-export function deployment(i: number, opts: { namespace?: string; tier?: string; name?: string; image?: string } = {}): KubeObject {
+/** A realistic Deployment (two containers, env, probes, managedFields unless told otherwise, status), deterministic in i. */
+export function deployment(i: number, opts: { namespace?: string; tier?: string; name?: string; image?: string; managedFields?: boolean } = {}): KubeObject {
   const namespace = opts.namespace ?? 'team-a'
   const name = opts.name ?? `web-${String(i).padStart(5, '0')}`
   const replicas = 1 + (i % 4)
@@ -90,7 +90,7 @@ export function deployment(i: number, opts: { namespace?: string; tier?: string;
       creationTimestamp: time,
       labels: { app: name, tier: opts.tier ?? 'frontend', team: 'payments', 'app.kubernetes.io/part-of': 'shop' },
       annotations: { 'deployment.kubernetes.io/revision': '3', 'kollect.dev/owner': 'payments <pay@example.com> & co' },
-      managedFields: managedFields('argocd-controller', time),
+      ...(opts.managedFields === false ? {} : { managedFields: managedFields('argocd-controller', time) }),
     },
     spec: {
       replicas,
