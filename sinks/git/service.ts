@@ -202,11 +202,20 @@ export class GitRepository {
     return true
   }
 
+  /**
+   * Commits the index on the branch. Plumbing, not `git commit`: that refreshes the index first,
+   * and a document written within the same second as the index is re-hashed whole. commit-tree
+   * writes the message verbatim, paragraphs as `commit --cleanup=verbatim -m` joined them.
+   */
   async commit(message: string[]): Promise<void> {
-    // Quiet: the summary git prints otherwise is a diffstat, which costs far more on a large document.
-    const args = ['commit', '-q', '--no-verify', '--cleanup=verbatim']
+    const tree = (await this.run('write-tree', ['write-tree'])).trim()
+    const parent = await this.head()
+    const args = ['commit-tree', tree]
+    if (parent) args.push('-p', parent)
     for (const paragraph of message) args.push('-m', paragraph)
-    await this.run('commit', args)
+    const commit = (await this.run('commit-tree', args)).trim()
+    // With the parent as the old value: a ref moved under us fails instead of being overwritten.
+    await this.run('update-ref', ['update-ref', '-m', 'kollect: commit', 'HEAD', commit, parent])
   }
 
   /** Pushes HEAD (or refspec) to the branch; a remote that moved on is "rejected", not an error. */
