@@ -1,5 +1,5 @@
+import { spawn } from 'node:child_process'
 import path from 'node:path'
-import { simpleGit, type SimpleGit } from 'simple-git'
 import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
@@ -11,7 +11,7 @@ import type { GitSettings } from './config.js'
 const SILENCE_TIMEOUT_MS = 5 * 60_000
 
 // Only what git needs from our environment: a developer's EDITOR, GIT_DIR or pager must not
-// change what the sink does (and simple-git refuses several of them outright).
+// change what the sink does.
 const PASSTHROUGH_ENV = [
   'PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT',
   'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'all_proxy',
@@ -144,14 +144,36 @@ export function repositoryDir(settings: GitSettings, dataDir: string): string {
   return settings.url === undefined ? path.resolve(dataDir) : path.join(path.resolve(dataDir), 'work')
 }
 
-export function openGit(dir: string, env: Record<string, string>): SimpleGit {
-  return simpleGit({
-    baseDir: dir,
-    binary: 'git',
-    maxConcurrentProcesses: 1,
-    trimmed: false,
-    timeout: { block: SILENCE_TIMEOUT_MS },
-    // Both are set by us above (the config file paths and the config count), not by a user.
-    unsafe: { allowUnsafeConfigPaths: true, allowUnsafeConfigEnvCount: true },
-  }).env(env)
+/**
+ * Runs git in dir and resolves with its stdout; a non-zero exit rejects with stderr then stdout
+ * as the message (the text failures are classified on). Spawned directly, args as an array and
+ * no shell, so names stay data and nothing waits once the process has exited.
+ */
+export function runGit(dir: string, env: Record<string, string>, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    let timer: NodeJS.Timeout | undefined
+    let silent = false
+    const watch = (): void => {
+      clearTimeout(timer)
+      timer = setTimeout(() => {
+        silent = true
+        child.kill('SIGKILL')
+      }, SILENCE_TIMEOUT_MS)
+    }
+    watch()
+    child.stdout.on('data', (chunk: Buffer) => (out.push(chunk), watch()))
+    child.stderr.on('data', (chunk: Buffer) => (err.push(chunk), watch()))
+    child.on('error', (e) => (clearTimeout(timer), reject(e)))
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      const stdout = Buffer.concat(out).toString('utf8')
+      if (code === 0) return resolve(stdout)
+      const stderr = Buffer.concat(err).toString('utf8')
+      const detail = silent ? `git ${args[0] ?? ''} printed nothing for ${SILENCE_TIMEOUT_MS / 1000} s and was killed` : `${stderr}\n${stdout}`
+      reject(new Error(detail.trim() || `git ${args[0] ?? ''} exited with ${String(code)}`))
+    })
+  })
 }

@@ -1,13 +1,12 @@
 import { existsSync } from 'node:fs'
 import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
-import type { SimpleGit } from 'simple-git'
 import { sinkFailure, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
 import type { ObjectFormat } from './drift.js'
 import {
-  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, openGit, parseBlobIds, parseStatus, repositoryDir, type Status,
+  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobIds, parseStatus, repositoryDir, runGit, type Status,
 } from './process.js'
 import { WorkTree } from './worktree.js'
 
@@ -16,9 +15,6 @@ import { WorkTree } from './worktree.js'
 
 export type PushOutcome = 'pushed' | 'rejected'
 
-// simple-git waits an extra 50 ms after any git process that printed nothing, so commands here
-// run without -q and queries use forms that always print (status --branch, rev-parse --verify,
-// fetch -v): an export is a dozen commands, and silence would cost more than the work itself.
 
 /** The repository a git sink writes in: the data directory itself, or a clone of the remote in it. */
 export class GitRepository {
@@ -26,7 +22,7 @@ export class GitRepository {
   /** The files of the working tree, which the sink reads and writes between git commands. */
   readonly tree: WorkTree
   private readonly env: Record<string, string>
-  private git: SimpleGit | undefined
+  private opened = false
   private format: ObjectFormat | undefined
 
   constructor(
@@ -48,13 +44,13 @@ export class GitRepository {
    * what a crashed process left behind.
    */
   async open(): Promise<void> {
-    if (this.git && existsSync(path.join(this.dir, '.git'))) return
+    if (this.opened && existsSync(path.join(this.dir, '.git'))) return
     await this.tree.io('create', () => mkdir(this.dir, { recursive: true }))
-    this.git = openGit(this.dir, this.env)
+    this.opened = true
     try {
       await this.prepare()
     } catch (err) {
-      this.git = undefined
+      this.opened = false
       throw err
     }
   }
@@ -206,12 +202,20 @@ export class GitRepository {
     return true
   }
 
+  /**
+   * Commits the index on the branch. Plumbing, not `git commit`: that refreshes the index first,
+   * and a document written within the same second as the index is re-hashed whole. commit-tree
+   * writes the message verbatim, paragraphs as `commit --cleanup=verbatim -m` joined them.
+   */
   async commit(message: string[]): Promise<void> {
-    // Quiet despite the 50 ms: the summary git prints otherwise is a diffstat, which costs far
-    // more on a large document.
-    const args = ['commit', '-q', '--no-verify', '--cleanup=verbatim']
+    const tree = (await this.run('write-tree', ['write-tree'])).trim()
+    const parent = await this.head()
+    const args = ['commit-tree', tree]
+    if (parent) args.push('-p', parent)
     for (const paragraph of message) args.push('-m', paragraph)
-    await this.run('commit', args)
+    const commit = (await this.run('commit-tree', args)).trim()
+    // With the parent as the old value: a ref moved under us fails instead of being overwritten.
+    await this.run('update-ref', ['update-ref', '-m', 'kollect: commit', 'HEAD', commit, parent])
   }
 
   /** Pushes HEAD (or refspec) to the branch; a remote that moved on is "rejected", not an error. */
@@ -248,9 +252,8 @@ export class GitRepository {
   async lsRemote(): Promise<void> {
     const parent = path.dirname(this.dir)
     await this.tree.io('create', () => mkdir(parent, { recursive: true }))
-    const git = openGit(parent, this.env)
     try {
-      await git.raw(['ls-remote', '--heads', this.settings.url ?? ''])
+      await runGit(parent, this.env, ['ls-remote', '--heads', this.settings.url ?? ''])
     } catch (err) {
       throw gitFailure(this.sink, 'ls-remote', err, this.settings.secrets)
     }
@@ -274,9 +277,9 @@ export class GitRepository {
   }
 
   private async run(op: string, args: string[]): Promise<string> {
-    if (!this.git) throw new Error('git repository used before open')
+    if (!this.opened) throw new Error('git repository used before open')
     try {
-      return await this.git.raw(args)
+      return await runGit(this.dir, this.env, args)
     } catch (err) {
       throw gitFailure(this.sink, op, err, this.settings.secrets)
     }

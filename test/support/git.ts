@@ -108,6 +108,11 @@ export async function listTree(dir: string, ref: string, under: string): Promise
   return out.split('\n').filter((line) => line !== '')
 }
 
+// The sink commits with plumbing (update-ref), which runs no post-commit hook; the
+// reference-transaction hook sees every ref update, so it acts on the branch taking a commit the
+// remote does not have yet (a checkout of the remote's tip moves the branch too, and is not one).
+const RACE_HOOK = 'reference-transaction'
+
 /**
  * Makes another writer push right after the sink's next commit, before its push: the race a
  * second replica or a person editing the repository produces. 'once' pushes the commit prepared
@@ -115,10 +120,15 @@ export async function listTree(dir: string, ref: string, under: string): Promise
  * makes, so the sink never wins the race.
  */
 export async function pushFromOtherWriterAfterCommit(repoDir: string, otherClone: string, mode: 'once' | 'always'): Promise<void> {
-  const hook = path.join(repoDir, '.git', 'hooks', 'post-commit')
+  const hook = path.join(repoDir, '.git', 'hooks', RACE_HOOK)
   const other = shellQuote(otherClone)
   const script = [
     '#!/bin/sh',
+    '[ "$1" = committed ] || exit 0',
+    'remote_tip="$(git rev-parse -q --verify refs/remotes/origin/main)"',
+    'fire=',
+    'while read -r old new ref; do [ "$ref" = refs/heads/main ] && [ "$new" != "$remote_tip" ] && fire=1; done',
+    '[ -n "$fire" ] || exit 0',
     'marker="$(git rev-parse --git-dir)/other-writer-pushed"',
     mode === 'once' ? '[ -e "$marker" ] && exit 0' : '',
     ': > "$marker"',
@@ -133,7 +143,7 @@ export async function pushFromOtherWriterAfterCommit(repoDir: string, otherClone
 }
 
 export async function removeHooks(repoDir: string): Promise<void> {
-  await rm(path.join(repoDir, '.git', 'hooks', 'post-commit'), { force: true })
+  await rm(path.join(repoDir, '.git', 'hooks', RACE_HOOK), { force: true })
 }
 
 function shellQuote(text: string): string {
