@@ -66,8 +66,8 @@ async function burst(root: string, debounceMs: number, maxWaitMs: number): Promi
     let reported = 0
     while (reported < DEPLOYMENTS) {
       // A change is queued (the next Deployment was created): wait for one, then for a token.
-      const next = start + (reported / DEPLOYMENTS) * CREATE_OVER_MS
-      if (performance.now() < next) await sleep(next - performance.now())
+      const untilNext = start + (reported / DEPLOYMENTS) * CREATE_OVER_MS - performance.now()
+      if (untilNext > 0) await sleep(untilNext)
       const wait = bucket.take()
       if (wait > 0) await sleep(wait)
       const set = all.slice(0, created())
