@@ -28,6 +28,12 @@ function rss(pid: number): { now: number; peak: number } {
   return { now: kb('VmRSS'), peak: kb('VmHWM') }
 }
 
+/** The hub's V8 heap in use, from its /metrics (garbage included: the hub is not asked to collect). */
+async function hubHeapUsed(url: string): Promise<number> {
+  const text = (await get(`${url}/metrics`)).text
+  return Number(/^kollect_hub_nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? 0)
+}
+
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`
 
 export async function benchFleet(spokeCount = 10, perSpoke = 5_000): Promise<boolean> {
@@ -88,6 +94,7 @@ export async function benchFleet(spokeCount = 10, perSpoke = 5_000): Promise<boo
     const firstMs = performance.now() - start
     const firstCommits = (await exports()).length
     const heldRss = rss(hubPid).now
+    const heldHeap = await hubHeapUsed(hubUrl)
 
     // One 1-item change per spoke, one at a time: spoke report → the hub's commit.
     const latencies: number[] = []
@@ -124,6 +131,7 @@ export async function benchFleet(spokeCount = 10, perSpoke = 5_000): Promise<boo
       ['  ratio median hub / direct', changeRatio.toFixed(2)],
       ['hub RSS: idle / holding all items / peak', `${mib(idleRss)} / ${mib(heldRss)} / ${mib(peakRss)}`],
       ['  bytes per held item (held − idle, peak)', `${((heldRss - idleRss) / total).toFixed(0)}, ${(peakRss / total).toFixed(0)}`],
+      ['  hub heap used holding all items, per item', `${mib(heldHeap)}, ${(heldHeap / total).toFixed(0)} B`],
     ], [
       ['first full export <= 5 × direct', firstRatio <= 5],
       ['hub done <= 1.5 × direct after the last spoke', lagRatio <= 1.5],

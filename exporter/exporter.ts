@@ -4,11 +4,12 @@ import type {
   SinkCheck, TargetReport,
 } from '../api/types.js'
 import { JournalKeeper } from './journaling.js'
-import { DEFAULT_SINK, realClock, type Clock, type ExporterOptions } from './options.js'
-import { poolKeyOf, SinkPool } from './pool.js'
+import { realClock, type Clock, type ExporterOptions } from './options.js'
+import { SinkPool } from './pool.js'
 import { DEFAULT_BACKOFF } from './retry.js'
-import { newInventoryRuntime, newSinkRuntime, type InventoryRuntime } from './runtime.js'
+import { newInventoryRuntime, type InventoryRuntime } from './runtime.js'
 import { Schedule } from './schedule.js'
+import { finalizeSinks, reconcileSinks } from './sink-lifecycle.js'
 import { exportState } from './state.js'
 import { TargetStore } from './targets.js'
 import { SinkWriter } from './writer.js'
@@ -18,7 +19,8 @@ import { SinkWriter } from './writer.js'
  * snapshots to each sink independently. Everything it decides is in memory: after a restart
  * the completeness gate keeps it from exporting until every target has reported again, and
  * each sink diffs against what it holds itself, so nothing is deleted downstream by accident.
- * This facade wires the parts: targets.ts, schedule.ts, writer.ts, pool.ts, state.ts, journaling.ts.
+ * This facade wires the parts: targets.ts, schedule.ts, writer.ts, pool.ts, sink-lifecycle.ts, state.ts,
+ * journaling.ts.
  */
 export class Exporter implements ExporterClient {
   private readonly inventories = new Map<string, InventoryRuntime>()
@@ -79,7 +81,7 @@ export class Exporter implements ExporterClient {
       this.schedule.dirty(inv, this.closed)
     } else if (canonicalJson(inv.composition) !== canonicalJson(composition)) {
       inv.composition = composition
-      this.reconcileSinks(inv)
+      reconcileSinks(inv, this.pool, this.writer)
       this.schedule.dirty(inv, this.closed)
     }
     return this.state(inv)
@@ -237,32 +239,8 @@ export class Exporter implements ExporterClient {
   private addInventory(composition: InventoryComposition): InventoryRuntime {
     const inv = newInventoryRuntime(composition)
     this.inventories.set(refKey(composition.inventory), inv)
-    this.reconcileSinks(inv)
+    reconcileSinks(inv, this.pool, this.writer)
     return inv
-  }
-
-  private sinkRefs(c: InventoryComposition): { ref: ObjectRef; resolved: ResolvedSink | null }[] {
-    if (c.sinks.length === 0) return c.useDefaultSink === false ? [] : [{ ref: DEFAULT_SINK, resolved: null }]
-    return c.sinks.map((s) => ({ ref: { namespace: s.namespace, name: s.name }, resolved: s }))
-  }
-
-  /** Keep one runtime per sink of the composition; a changed sink spec gets a fresh sink. */
-  private reconcileSinks(inv: InventoryRuntime): void {
-    const wanted = new Map(this.sinkRefs(inv.composition).map((s) => [refKey(s.ref), s]))
-    for (const [key, rt] of inv.sinks) {
-      const w = wanted.get(key)
-      if (!w || poolKeyOf(w.resolved) !== rt.poolKey) {
-        this.writer.stop(rt)
-        this.pool.release(rt.poolKey)
-        inv.sinks.delete(key)
-      }
-    }
-    for (const [key, w] of wanted) {
-      if (inv.sinks.has(key)) continue
-      const poolKey = poolKeyOf(w.resolved)
-      this.pool.acquire(poolKey, w.resolved)
-      inv.sinks.set(key, newSinkRuntime(w.ref, poolKey, w.resolved))
-    }
   }
 
   private missingTargets(c: InventoryComposition): ObjectRef[] {
@@ -286,24 +264,7 @@ export class Exporter implements ExporterClient {
   private async runFinalize(inv: InventoryRuntime): Promise<void> {
     // A standby writes nothing, deletes included: the finalize call is retried until it reaches the holder.
     if (!this.active) throw new Error('this exporter is a standby; the lease holder finalizes')
-    // Stop writers first, so a retrying write cannot land after the delete.
-    for (const rt of inv.sinks.values()) this.writer.stop(rt)
-    await Promise.allSettled([...inv.sinks.values()].map((rt) => rt.running))
-    const failures: string[] = []
-    await Promise.all([...inv.sinks.values()].map(async (rt) => {
-      rt.pending = null
-      if ((rt.resolved?.spec.deletionPolicy ?? 'Retain') !== 'Delete') return
-      try {
-        const sink = await this.pool.sinkFor(rt.poolKey, rt.resolved)
-        await sink.remove(inv.composition.inventory, rt.resolved?.spec.cluster || this.options.cluster)
-        rt.failing = null
-      } catch (err) {
-        rt.failing = (err as Error).message
-        failures.push(`${refKey(rt.ref)}: ${(err as Error).message}`)
-      }
-    }))
-    for (const rt of inv.sinks.values()) rt.abort = new AbortController()
-    if (failures.length > 0) throw new Error(failures.join('; '))
+    await finalizeSinks(inv, this.writer, this.pool, this.options.cluster)
     await this.journal.forget(inv)
   }
 

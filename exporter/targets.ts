@@ -1,6 +1,7 @@
 import { itemHash, itemKey, refKey, seedItemHash } from '../api/canonical.js'
 import type { Item, ObjectRef, ReportResult, TargetReport } from '../api/types.js'
 import { ItemBudget, UNBOUNDED, type BudgetOptions } from './budget.js'
+import { SharedStrings } from './shared-strings.js'
 import type { ExporterObserver, Log } from './options.js'
 import { isStaleItem, isStaleReport, type ReportStamp } from './report-order.js'
 
@@ -28,6 +29,7 @@ export class TargetStore {
   /** uid of each finalized target, so a sync still in flight at its finalize cannot bring it back. */
   private readonly finalizedTargets = new Map<string, string>()
   private readonly budget: ItemBudget
+  private readonly strings = new SharedStrings()
 
   constructor(budget: BudgetOptions | undefined, private readonly observer: ExporterObserver | undefined, private readonly log: Log) {
     this.budget = new ItemBudget(budget ?? UNBOUNDED)
@@ -96,6 +98,7 @@ export class TargetStore {
       if (old && itemHash(old) === hash) items.set(k, old)
       else {
         seedItemHash(item, hash)
+        this.strings.share(item, report.target)
         items.set(k, item)
       }
     })

@@ -2,6 +2,7 @@ import { buildSnapshot, itemKey, refKey } from '../api/canonical.js'
 import type { Item, ObjectRef, Snapshot } from '../api/types.js'
 import type { ItemEvent, SnapshotMarker } from '../sinks/nats/encode.js'
 import { escapeSubjectToken } from '../sinks/escape.js'
+import { SharedStrings } from '../exporter/shared-strings.js'
 
 // Pure: the hub's picture of each spoke inventory, rebuilt from the spokes' JetStream messages.
 // No I/O here; hub/hub.ts feeds it messages and writes what it returns.
@@ -40,6 +41,8 @@ export type Verdict =
   | { kind: 'refused'; reason: string }
 
 const EVENT_TYPES = new Set(['added', 'changed', 'removed'])
+/** Held items point at shared copies of repeated strings (a cache: nothing observable). */
+const strings = new SharedStrings()
 
 export function inventoryKey(cluster: string, inventory: ObjectRef): string {
   return `${cluster}/${refKey(inventory)}`
@@ -95,6 +98,7 @@ export function applyMessage(state: FleetState, prefix: string, allowed: Readonl
   if (event.type === 'removed') {
     held.items[event.key] = { seq: msg.seq, item: null }
   } else if (event.after && itemKey(event.after) === event.key) {
+    strings.share(event.after, event.after.target)
     held.items[event.key] = { seq: msg.seq, item: event.after }
   } else {
     return { kind: 'refused', reason: `event for ${event.key} carries no matching item` }
