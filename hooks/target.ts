@@ -2,20 +2,23 @@ import { compareItems, itemHash, itemKey, itemsChecksum } from '../api/canonical
 import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec,
-  type KubeObject, type LabelSelector, type TargetReport, type TargetStatus, type TargetStatusResource,
+  type KubeObject, type LabelSelector, type TargetReport, type TargetStatus,
 } from '../api/types.js'
-import { condition, sortConditions, truncate } from './conditions.js'
+import { condition, truncate } from './conditions.js'
 import { extractObject } from './extract.js'
 import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 import { isClusterScoped, type PluralResolution } from './plural.js'
 import { compileProfile, describeProblem } from './profile.js'
 import {
-  apiVersionOf, parentGeneration, parentRef, parentSpec, parentStatus, related, relatedOne, typeKey,
+  apiVersionOf, parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
 } from './request.js'
 import { effectiveScope, scopeNames, scopesOf } from './scope.js'
 import { describeRejection, splitApiVersion, type Rejection } from './select.js'
 import { namespacesToRead, selectionFor, selectObject } from './selection.js'
+import { abortedTargetSync, NO_COUNTS, targetResponse, type Counts } from './target-status.js'
+
+export { abortedTargetSync, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from './target-status.js'
 
 export const PROFILE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectProfile')
 
@@ -76,15 +79,6 @@ function plainSelector(selector: LabelSelector | undefined): { matchLabels?: Rec
   if (selector?.matchExpressions) out.matchExpressions = selector.matchExpressions
   return out
 }
-
-interface Counts {
-  matchedCount: number
-  extractedCount: number
-  failedCount: number
-  lastError: string
-}
-
-const NO_COUNTS: Counts = { matchedCount: 0, extractedCount: 0, failedCount: 0, lastError: '' }
 
 export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResult {
   const limits = ctx.limits ?? DEFAULT_LIMITS
@@ -235,84 +229,4 @@ function identityOf(object: KubeObject, fallbackVersion: string, target: { names
     uid: meta.uid ?? `${group}/${kind}/${namespace}/${name}`,
     target: { namespace: target.namespace, name: target.name },
   }
-}
-
-function targetResponse(
-  counts: Counts,
-  checksum: string,
-  resource: TargetStatusResource | undefined,
-  conditions: Condition[],
-  generation: number,
-): SyncResponse<TargetStatus> {
-  const status: TargetStatus = {
-    observedGeneration: generation,
-    matchedCount: counts.matchedCount,
-    extractedCount: counts.extractedCount,
-    failedCount: counts.failedCount,
-    lastError: counts.lastError,
-    checksum,
-    conditions: sortConditions(conditions),
-  }
-  if (resource) status.resource = resource
-  return { status, children: [] }
-}
-
-/**
- * Deleting a target drops its items from every inventory. The server has the exporter do that
- * first, and answers with an error (which Metacontroller retries) when it cannot.
- */
-export function finalizeTarget(req: SyncRequest): SyncResponse<TargetStatus> {
-  const generation = parentGeneration(req.parent)
-  const status: TargetStatus = { ...parentStatus<TargetStatus>(req.parent) }
-  status.observedGeneration = generation
-  status.conditions = [condition('Ready', false, 'Finalized', 'items removed from the exporter', generation)]
-  return { status, children: [], finalized: true }
-}
-
-/**
- * Status for a sync the server had to stop (time or memory budget): Ready False with the
- * reason; the exporter keeps the target's last items.
- */
-export function abortedTargetSync(parent: KubeObject, reason: 'EvaluationTimeout' | 'ResourceLimit', message: string): SyncResponse<TargetStatus> {
-  const generation = parentGeneration(parent)
-  return targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', undefined, [condition('Ready', false, reason, message, generation)], generation)
-}
-
-/**
- * Status for a sync whose items the exporter refused (over its item budget): the counts of what
- * was extracted, Ready False ResourceLimit with the exporter's message, and no checksum, since
- * the exporter still holds the target's last accepted items. Other conditions stay.
- */
-export function refusedTargetSync(response: SyncResponse<TargetStatus>, message: string): SyncResponse<TargetStatus> {
-  const generation = response.status.observedGeneration ?? 0
-  const conditions = (response.status.conditions ?? []).filter((c) => c.type !== 'Ready')
-  conditions.push(condition('Ready', false, 'ResourceLimit', message, generation))
-  return { ...response, status: { ...response.status, lastError: truncate(message, 256), checksum: '', conditions: sortConditions(conditions) } }
-}
-
-/**
- * Status for a sync whose report the exporter dropped as older than the one it holds: status
- * must not move backwards, so observedGeneration and checksum are the held report's, every
- * condition is raised to that generation, and Stale says why. The counts are this sync's.
- */
-export function staleTargetSync(response: SyncResponse<TargetStatus>, stale: { message: string; heldGeneration: number; heldChecksum: string }): SyncResponse<TargetStatus> {
-  const generation = Math.max(stale.heldGeneration, response.status.observedGeneration ?? 0)
-  const conditions = (response.status.conditions ?? []).map((c): Condition => ({ ...c, observedGeneration: Math.max(c.observedGeneration ?? 0, generation) }))
-  conditions.push(condition('Stale', true, 'StaleReportDropped', stale.message, generation))
-  return { ...response, status: { ...response.status, observedGeneration: generation, checksum: stale.heldChecksum, conditions: sortConditions(conditions) } }
-}
-
-/**
- * Status for a sync some of whose objects were older (metadata.generation) than the items the
- * exporter holds for them: those keep the held items, and Degraded says how many.
- */
-export function staleItemsTargetSync(response: SyncResponse<TargetStatus>, staleItems: number): SyncResponse<TargetStatus> {
-  const generation = response.status.observedGeneration ?? 0
-  const message = `${staleItems} ${staleItems === 1 ? 'object was' : 'objects were'} older (metadata.generation) than the exporter's items for them; the newer items were kept`
-  const conditions = response.status.conditions ?? []
-  const degraded = conditions.find((c) => c.type === 'Degraded')
-  const rest = conditions.filter((c) => c !== degraded)
-  // One condition per type: an existing Degraded keeps its reason and gains the message.
-  rest.push(degraded ? { ...degraded, message: truncate(`${degraded.message}; ${message}`) } : condition('Degraded', true, 'StaleItemsKept', message, generation))
-  return { ...response, status: { ...response.status, conditions: sortConditions(rest) } }
 }

@@ -2,48 +2,13 @@ import { fork, type ChildProcess } from 'node:child_process'
 import type { Socket } from 'node:net'
 import { availableParallelism } from 'node:os'
 import type { KubeObject, KollectTargetSpec } from '../api/types.js'
-import type { ExpressionLimits } from '../hooks/limits.js'
 import type { TargetSyncResult } from '../hooks/target.js'
-import type { PluralResolver } from './discovery.js'
-import type { ChildPhases, FromChild, ToChild } from './extract-child.js'
+import type { FromChild, ToChild } from './extract-child.js'
+import type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './extract-outcome.js'
 import { FairQueue } from './extract-queue.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
 
-export interface PoolOptions {
-  /** Child processes shared by every namespace; default one per CPU, at least 2. */
-  size?: number
-  /** More children that only take a sync from a namespace with nothing running whose recent syncs were short. */
-  reserve?: number
-  /** Wall-clock budget of one sync, counted from its arrival. */
-  timeoutMs: number
-  /** Heap limit of a child; a sync that needs more ends that child, not the server. */
-  memoryMb: number
-  limits: ExpressionLimits
-  resolvePlural: PluralResolver
-  /** Where child deaths and internal errors are reported (never request data). */
-  log?: (message: string, fields: Record<string, unknown>) => void
-}
-
-/** A sync's arrival (performance.now()) and the namespace that queues it (null: unknown). */
-export interface JobInfo {
-  arrival: number
-  namespace: string | null
-}
-
-export type StopReason = 'EvaluationTimeout' | 'ResourceLimit'
-
-/** Where a sync's time went, in milliseconds: the child's phases, the pipe both ways and the result's parse here. */
-export interface PoolPhases extends ChildPhases {
-  handOff: number
-  resultParse: number
-}
-
-export type PoolOutcome =
-  | { kind: 'done'; result: TargetSyncResult; phases: PoolPhases }
-  | { kind: 'bad'; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
-  | { kind: 'aborted'; reason: StopReason; message: string; parent: KubeObject | null }
-  /** Still queued when too little of its budget was left to start: answer 429. */
-  | { kind: 'queued'; waitedMs: number }
+export type { JobInfo, PoolOptions, PoolOutcome, PoolPhases, StopReason } from './extract-outcome.js'
 
 /** A queued sync is refused once less than this share of its budget is left. */
 export const MIN_BUDGET_SHARE = 0.25

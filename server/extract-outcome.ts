@@ -1,0 +1,42 @@
+// The extraction pool's contract: how it is set up, and what one sync comes back as.
+import type { KubeObject } from '../api/types.js'
+import type { ExpressionLimits } from '../hooks/limits.js'
+import type { TargetSyncResult } from '../hooks/target.js'
+import type { PluralResolver } from './discovery.js'
+import type { ChildPhases } from './extract-child.js'
+
+export interface PoolOptions {
+  /** Child processes shared by every namespace; default one per CPU, at least 2. */
+  size?: number
+  /** More children that only take a sync from a namespace with nothing running whose recent syncs were short. */
+  reserve?: number
+  /** Wall-clock budget of one sync, counted from its arrival. */
+  timeoutMs: number
+  /** Heap limit of a child; a sync that needs more ends that child, not the server. */
+  memoryMb: number
+  limits: ExpressionLimits
+  resolvePlural: PluralResolver
+  /** Where child deaths and internal errors are reported (never request data). */
+  log?: (message: string, fields: Record<string, unknown>) => void
+}
+
+/** A sync's arrival (performance.now()) and the namespace that queues it (null: unknown). */
+export interface JobInfo {
+  arrival: number
+  namespace: string | null
+}
+
+export type StopReason = 'EvaluationTimeout' | 'ResourceLimit'
+
+/** Where a sync's time went, in milliseconds: the child's phases, the pipe both ways and the result's parse here. */
+export interface PoolPhases extends ChildPhases {
+  handOff: number
+  resultParse: number
+}
+
+export type PoolOutcome =
+  | { kind: 'done'; result: TargetSyncResult; phases: PoolPhases }
+  | { kind: 'bad'; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
+  | { kind: 'aborted'; reason: StopReason; message: string; parent: KubeObject | null }
+  /** Still queued when too little of its budget was left to start: answer 429. */
+  | { kind: 'queued'; waitedMs: number }
