@@ -127,6 +127,11 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
     ['pack.window', '0'],
     ['pack.compression', '1'],
     ['core.looseCompression', '1'],
+    // A document over 1 MiB is streamed by `git add` straight into a pack, which the push then
+    // sends as it is instead of inflating and deflating it again. Above the threshold git also
+    // diffs and merges the file as binary: a rebase over another writer's change to the same
+    // document stops, and the sink re-renders on the new tip, as it does for any unclean rebase.
+    ['core.bigFileThreshold', '1m'],
   ]
   // Credentials travel per process in the environment: never on a command line (visible in
   // ps), in the remote URL or in .git/config.
