@@ -65,11 +65,28 @@ function main(): void {
   enableLinearRegExps()
   const validate = syncValidator()
   const waiting = new Map<number, { request: SyncRequest; limits: ExpressionLimits; phases: ChildPhases }>()
-  const socket = new net.Socket({ fd: 3, readable: true, writable: true })
+  const decoder = new FrameDecoder<ToChild>()
+  const scratch = Buffer.allocUnsafe(64 * 1024)
+  // Reads go straight into the body's buffer: no copy, and as many bytes a read as the pipe holds
+  // rather than 64 KiB (a third of the wake-ups of both processes for a 25 MiB body).
+  const socket = new net.Socket({
+    fd: 3,
+    readable: true,
+    writable: true,
+    onread: {
+      buffer: () => decoder.readTarget(scratch),
+      callback: (n: number) => {
+        for (const { header, payload } of decoder.pushRead(n)) {
+          if (header.type === 'job') onJob(header.id, header.limits, payload)
+          else onPlural(header.id, header.plural)
+        }
+        return true
+      },
+    },
+  })
   const send = (header: FromChild, payload?: Uint8Array) => {
     for (const part of encodeFrame(header, payload)) socket.write(part)
   }
-  const decoder = new FrameDecoder<ToChild>()
 
   const onJob = (id: number, limits: ExpressionLimits, body: Buffer) => {
     const start = performance.now()
@@ -107,12 +124,6 @@ function main(): void {
     send({ type: 'done', id, phases }, Buffer.from(result))
   }
 
-  socket.on('data', (chunk: Buffer) => {
-    for (const { header, payload } of decoder.push(chunk)) {
-      if (header.type === 'job') onJob(header.id, header.limits, payload)
-      else onPlural(header.id, header.plural)
-    }
-  })
   // The server is gone (or closed the pipe): nothing more will come.
   socket.on('close', () => process.exit(0))
   socket.on('error', () => process.exit(0))
