@@ -1,8 +1,8 @@
 // Length-prefixed frames between the server and its extraction child processes, over a plain
 // pipe: [u32 header length][u32 payload length][header JSON][payload bytes]. The payload (a
-// request body, a result) goes to the socket as it is and is copied once into a buffer of its
-// final size on the other side; Node's IPC channel would serialise and copy it twice more
-// (measured in bench/README.md, hook-sync).
+// request body, a result) goes to the socket as it is and lands in a buffer of its final size on
+// the other side: copied there by push(), or read there directly with readTarget()/pushRead();
+// Node's IPC channel would serialise and copy it twice more (measured in bench/README.md, hook-sync).
 
 export interface Frame<H> {
   header: H
@@ -28,6 +28,7 @@ export class FrameDecoder<H> {
   private header: H | null = null
   private payload: Buffer | null = null
   private filled = 0
+  private target: Buffer = EMPTY
 
   push(chunk: Buffer): Frame<H>[] {
     const frames: Frame<H>[] = []
@@ -62,6 +63,24 @@ export class FrameDecoder<H> {
         this.filled = 0
       }
     }
+    return frames
+  }
+
+  /**
+   * Where a socket with onread should put its next read: the unfilled rest of the payload being
+   * assembled, so a body lands in place without the copy push() makes, else the scratch buffer
+   * (whose bytes push() copies out before the next read reuses it).
+   */
+  readTarget(scratch: Buffer): Buffer {
+    return (this.target = this.payload ? this.payload.subarray(this.filled) : scratch)
+  }
+
+  /** The frames completed by the n bytes a socket read into the last readTarget(). */
+  pushRead(n: number): Frame<H>[] {
+    if (!this.payload) return this.push(this.target.subarray(0, n))
+    const frames: Frame<H>[] = []
+    this.filled += n
+    if (this.filled === this.payload.length) this.emit(frames, this.payload)
     return frames
   }
 

@@ -68,4 +68,31 @@ describe('frames', () => {
       ], `chunks of ${size} bytes`)
     }
   })
+
+  test('reads into readTarget() give the same frames, the payload filled in place and the scratch buffer free to reuse', () => {
+    const payload = Buffer.from(metacontrollerBody('team-a'))
+    const stream = Buffer.concat([encodeFrame({ type: 'job', id: 1 }, payload), encodeFrame({ type: 'plural', id: 1 }), encodeFrame({ type: 'job', id: 2 }, Buffer.from('{}'))].flat())
+    for (const size of [1, 5, 8, 13, 100, 4096, stream.length]) {
+      const decoder = new FrameDecoder<{ type: string; id: number }>()
+      const scratch = Buffer.alloc(64)
+      const got: { header: unknown; payload: string }[] = []
+      const inPlace = new Set<ArrayBufferLike>()
+      for (let i = 0; i < stream.length;) {
+        // As a socket read does: at most the target's length, at most what has arrived.
+        const target = decoder.readTarget(scratch)
+        const n = stream.copy(target, 0, i, Math.min(i + size, stream.length))
+        i += n
+        if (target !== scratch) inPlace.add(target.buffer)
+        for (const f of decoder.pushRead(n)) got.push({ header: f.header, payload: f.payload.toString() })
+        scratch.fill(0x7b)
+      }
+      assert.deepStrictEqual(got, [
+        { header: { type: 'job', id: 1 }, payload: payload.toString() },
+        { header: { type: 'plural', id: 1 }, payload: '' },
+        { header: { type: 'job', id: 2 }, payload: '{}' },
+      ], `reads of ${size} bytes`)
+      // The body (larger than the scratch buffer) was read where it ends up.
+      assert.ok(inPlace.size > 0, `reads of ${size} bytes`)
+    }
+  })
 })

@@ -1,0 +1,69 @@
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import fc from 'fast-check'
+import sjson from 'secure-json-parse'
+import { readJson, Scan, scanJson } from '../../../server/json-depth.js'
+import { deployment, goJson, targetSyncRequest } from '../../support/metacontroller.js'
+
+// The child parses plain JSON.parse when one pass saw no text that could spell __proto__ or
+// constructor: these keep that pass honest against secure-json-parse itself.
+
+const secure = (text: string): { ok: true; value: unknown } | { ok: false } => {
+  try {
+    return { ok: true, value: sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+describe('scanJson', () => {
+  const cases: { reason: string; text: string; max?: number; want: Scan }[] = [
+    { reason: 'a Metacontroller body (Go escapes <, > and & as \\u003c...) is plain', text: goJson(targetSyncRequest([deployment(1, { managedFields: true })])) + '"\\u003c\\u0026"', want: Scan.Plain },
+    { reason: 'a __proto__ key', text: '{"a":{"__proto__":{}}}', want: Scan.Suspect },
+    { reason: 'a constructor key', text: '{"constructor":{"prototype":{}}}', want: Scan.Suspect },
+    { reason: 'an underscore spelled \\u005f', text: '{"\\u005f_proto__":1}', want: Scan.Suspect },
+    { reason: 'an upper-case escape of a letter', text: '{"c\\u006Fnstructor":1}', want: Scan.Suspect },
+    { reason: 'a letter escaped as \\u0070', text: '{"__\\u0070roto__":1}', want: Scan.Suspect },
+    { reason: 'the words inside a value, past its first character, do not count', text: '{"a":"x__proto__ constructor"}', want: Scan.Plain },
+    { reason: 'an escaped quote does not end the string', text: '{"a":"\\"__proto__"}', want: Scan.Plain },
+    { reason: 'an escaped backslash before u0070 is text, not an escape', text: '{"a":"\\\\u0070"}', want: Scan.Plain },
+    { reason: 'brackets inside strings do not nest', text: '{"a":"[[[[{{{{"}', max: 1, want: Scan.Plain },
+    { reason: 'nesting at the bound', text: '[[[]]]', max: 3, want: Scan.Plain },
+    { reason: 'one level over the bound', text: '[[[[]]]]', max: 3, want: Scan.TooDeep },
+    { reason: 'too deep wins over suspect', text: '[{"__proto__":[[]]}]', max: 3, want: Scan.TooDeep },
+  ]
+  for (const c of cases) test(c.reason, () => assert.equal(scanJson(Buffer.from(c.text), c.max ?? 512), c.want))
+})
+
+describe('readJson', () => {
+  test('a leading byte order mark is dropped, as secure-json-parse does', () => {
+    assert.deepEqual(readJson(Buffer.from('\ufeff{"a":1}'), 8), { ok: true, value: { a: 1 } })
+  })
+
+  test('a body too deep is refused before parsing, with the bound', () => {
+    assert.deepEqual(readJson(Buffer.from('[[[1]]]'), 2), { ok: false, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', detail: '2' })
+  })
+
+  // Keys from a set that includes the dangerous ones, with any character possibly \u-escaped.
+  const key = fc.constantFrom('__proto__', 'constructor', 'prototype', 'a', 'proto', '_c', 'é', 'x"y')
+  const escaped = (s: string, mask: boolean[]) =>
+    [...s].map((ch, i) => (mask[i % mask.length] ? '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0') : JSON.stringify(ch).slice(1, -1))).join('')
+  const value: fc.Arbitrary<string> = fc.letrec<{ v: string }>((tie) => ({
+    v: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      fc.jsonValue({ maxDepth: 1 }).map((v) => JSON.stringify(v)),
+      fc.array(tie('v'), { maxLength: 3 }).map((xs) => `[${xs.join(',')}]`),
+      fc.array(fc.tuple(key, fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }), tie('v')), { maxLength: 3 })
+        .map((kvs) => `{${kvs.map(([k, mask, v]) => `"${escaped(k, mask)}":${v}`).join(',')}}`),
+    ),
+  })).v
+
+  test('gives what secure-json-parse gives, for any JSON with hostile keys in any spelling', () => {
+    fc.assert(fc.property(value, (text) => {
+      const got = readJson(Buffer.from(text), 512)
+      const want = secure(text)
+      assert.equal(got.ok, want.ok, text)
+      if (got.ok && want.ok) assert.deepEqual(got.value, want.value, text)
+    }), { numRuns: 2000 })
+  })
+})
