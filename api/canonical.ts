@@ -115,10 +115,33 @@ export function itemHash(item: Item): string {
  * JSON is that text followed by the identity's, and the attributes are not serialised twice.
  */
 export function itemHashWithAttributes(item: Item, attributesJson: string): string {
-  const { attributes: _attributes, ...identity } = item
-  const h = sha256('{"attributes":' + attributesJson + ',' + canonicalJson(identity).slice(1))
+  const h = sha256('{"attributes":' + attributesJson + ',' + identityJson(item).slice(1))
   hashes.set(item, h)
   return h
+}
+
+/** The item without its attributes as canonical JSON: written directly when it has exactly Item's fields, all strings. */
+function identityJson(item: Item): string {
+  const { group, kind, name, namespace, target, uid, version } = item
+  if (typeof group !== 'string' || typeof kind !== 'string' || typeof name !== 'string' || typeof namespace !== 'string' || typeof uid !== 'string' || typeof version !== 'string' ||
+    typeof target?.name !== 'string' || typeof target.namespace !== 'string' || Object.keys(target).length !== 2 || Object.keys(item).length !== 8) {
+    const { attributes: _attributes, ...identity } = item
+    return canonicalJson(identity)
+  }
+  return '{"group":' + quoted(group) + ',"kind":' + quoted(kind) + ',"name":' + JSON.stringify(name) + ',"namespace":' + quoted(namespace) +
+    ',"target":{"name":' + quoted(target.name) + ',"namespace":' + quoted(target.namespace) + '},"uid":' + JSON.stringify(uid) + ',"version":' + quoted(version) + '}'
+}
+
+// Group, kind, version and the target repeat on every item of a sync: quoted once each, up to a bound.
+const quotedValues = new Map<string, string>()
+
+function quoted(value: string): string {
+  let q = quotedValues.get(value)
+  if (q === undefined) {
+    q = JSON.stringify(value)
+    if (quotedValues.size < 4096) quotedValues.set(value, q)
+  }
+  return q
 }
 
 /** Record a hash computed elsewhere (the hooks computed it while extracting). */

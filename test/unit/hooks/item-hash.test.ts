@@ -18,6 +18,8 @@ const identities = [
   identity,
   { ...identity, name: 'ü🙂', namespace: '', group: '' },
   { ...identity, uid: 7 as unknown as string, target: { name: 'n"q', namespace: 'x' } },
+  { ...identity, target: { namespace: 'x', name: 'n', extra: { b: 1, a: 2 } } },
+  { ...identity, extra: 'not an Item field' },
 ]
 
 describe('itemHashWithAttributes', () => {
