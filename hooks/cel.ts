@@ -1,4 +1,5 @@
 import { Environment } from '@marcbachmann/cel-js'
+import { BAIL, compileFast } from './cel-fast.js'
 import { compileCache } from './compile-cache.js'
 import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 
@@ -64,7 +65,13 @@ function compileUncached(expression: string, limits: ExpressionLimits): CelCompi
   const problem = checkAst(parsed.ast as unknown as AstNode, limits)
   if (problem) return { ok: false, error: problem }
   boundValues(parsed.ast as unknown as RuntimeNode, limits)
-  const program: CelProgram = (context) => parsed(context)
+  const fast = compileFast(parsed.ast, limits)
+  const program: CelProgram = fast
+    ? (context) => {
+        const value = fast(context.object)
+        return value === BAIL ? parsed(context) : value
+      }
+    : (context) => parsed(context)
   return { ok: true, program }
 }
 

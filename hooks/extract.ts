@@ -13,6 +13,8 @@ export interface ExtractResult {
   attributes?: JsonObject
   /** Size of the attributes as JSON, for the per-sync output bound. */
   bytes: number
+  /** The attributes' canonical JSON, with attributes: the item's hash is built on it, not a second serialisation. */
+  json?: string
   /** "attribute: message" per failed attribute, in profile order. */
   errors: string[]
 }
@@ -117,9 +119,10 @@ export function extractObject(object: KubeObject, profile: CompiledProfile, maxI
   }
   if (failedRequired) return { errors, bytes: 0 }
   const ordered = inKeyOrder(attributes, profile)
-  const size = Buffer.byteLength(JSON.stringify(ordered))
+  const json = canonicalJson(ordered)
+  const size = Buffer.byteLength(json)
   if (size > maxItemBytes) return { errors: [...errors, `attributes take ${size} bytes; the limit per item is ${maxItemBytes}`], bytes: 0 }
-  return { attributes: ordered, errors, bytes: size }
+  return { attributes: ordered, errors, bytes: size, json }
 }
 
 /** Attribute names in code-unit order, or null when the profile lists them so already. */

@@ -31,12 +31,22 @@ export function describeRejection(r: Rejection): string {
 }
 
 export function matchesSelector(labels: Record<string, string> | undefined, selector: LabelSelector | undefined): boolean {
-  if (!selector) return true
-  const l = labels ?? {}
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) {
+  return labelMatcher(selector)(labels)
+}
+
+/** The selector's matchLabels read once, not once per object: a target's selector meets 10,000 objects a sync. */
+function labelMatcher(selector: LabelSelector | undefined): (labels: Record<string, string> | undefined) => boolean {
+  if (!selector) return () => true
+  const pairs = Object.entries(selector.matchLabels ?? {})
+  const expressions = selector.matchExpressions ?? []
+  return (labels) => matchesParts(labels ?? {}, pairs, expressions)
+}
+
+function matchesParts(l: Record<string, string>, pairs: readonly [string, string][], expressions: NonNullable<LabelSelector['matchExpressions']>): boolean {
+  for (const [k, v] of pairs) {
     if (l[k] !== v) return false
   }
-  for (const req of selector.matchExpressions ?? []) {
+  for (const req of expressions) {
     const has = Object.prototype.hasOwnProperty.call(l, req.key)
     const values = req.values ?? []
     switch (req.operator) {
@@ -82,7 +92,8 @@ export function inNamespaceOrCluster(allowed: ReadonlySet<string> | '*', denied:
 }
 
 export function matchesLabels(selector: LabelSelector | undefined): Predicate {
-  return (object) => (matchesSelector(object.metadata?.labels, selector) ? null : { type: 'labelsDoNotMatch' })
+  const matches = labelMatcher(selector)
+  return (object) => (matches(object.metadata?.labels) ? null : { type: 'labelsDoNotMatch' })
 }
 
 export function passesMatchPolicy(program: CelProgram | undefined): Predicate {
@@ -101,9 +112,18 @@ export function passesMatchPolicy(program: CelProgram | undefined): Predicate {
 }
 
 export function allowedByScope(scope: EffectiveScope): Predicate {
+  // A sync's objects share one apiVersion and kind: the last answer is kept.
+  let apiVersion: unknown
+  let kind: unknown
+  let allowed = false
   return (object) => {
-    const [group] = splitApiVersion(object.apiVersion ?? '')
-    return scope.resourceAllowed(group, object.kind ?? '') ? null : { type: 'kindNotAllowed', kind: String(object.kind) }
+    if (object.apiVersion !== apiVersion || object.kind !== kind || apiVersion === undefined) {
+      const [group] = splitApiVersion(object.apiVersion ?? '')
+      allowed = scope.resourceAllowed(group, object.kind ?? '')
+      apiVersion = object.apiVersion
+      kind = object.kind
+    }
+    return allowed ? null : { type: 'kindNotAllowed', kind: String(object.kind) }
   }
 }
 

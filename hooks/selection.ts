@@ -77,7 +77,7 @@ export function selectionFor(spec: KollectTargetSpec, own: string, scope: Effect
     ...(clusterScoped ? [] : [inNamespaceOrCluster(effective, scope.deniedNamespaces, scope.allowedNamespaces === '*')]),
     matchesLabels(spec.labelSelector),
     allowedByScope(scope),
-    passesMatchPolicy(policy),
+    ...(policy ? [passesMatchPolicy(policy)] : []),
   ]
   return { ok: true, selection: { read: namespacesToRead(spec, own, clusterScoped), refused, predicates } }
 }

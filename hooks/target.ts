@@ -1,4 +1,4 @@
-import { compareItems, itemHash, itemKey, itemsChecksum } from '../api/canonical.js'
+import { compareItems, itemHash, itemHashWithAttributes, itemKey, itemsChecksum } from '../api/canonical.js'
 import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec,
@@ -166,7 +166,10 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       if (itemBytes > limits.maxRequestItemBytes) {
         return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
       }
-      items.push(orderedItem(identity, out.attributes))
+      const item = orderedItem(identity, out.attributes)
+      if (out.json !== undefined) itemHashWithAttributes(item, out.json)
+      items.push(item)
+      lap('hash')
       generations.set(identity.uid, typeof object.metadata?.generation === 'number' ? object.metadata.generation : null)
       counts.extractedCount++
     }

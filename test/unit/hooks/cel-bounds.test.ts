@@ -126,7 +126,7 @@ describe('attribute values before serialisation', () => {
 
   test('the budget is shared by the attributes of one object', () => {
     const lim = limits({ maxStringLength: 20 })
-    assert.deepStrictEqual(extract([{ name: 'a', cel: "'0123456789'" }], lim), { attributes: { a: '0123456789' }, errors: [], bytes: 18 })
+    assert.deepStrictEqual(extract([{ name: 'a', cel: "'0123456789'" }], lim), { attributes: { a: '0123456789' }, errors: [], bytes: 18, json: '{"a":"0123456789"}' })
     assert.deepStrictEqual(extract([{ name: 'a', cel: "'0123456789'" }, { name: 'b', cel: "'0123456789'" }], lim), {
       limit: 'attribute b: the attribute values of one object have more than 20 elements and characters',
     })

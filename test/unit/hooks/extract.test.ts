@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { canonicalJson } from '../../../api/canonical.js'
 import type { AttributeSpec, JsonObject, KubeObject } from '../../../api/types.js'
 import { LAST_APPLIED, expressionInput, extractObject, type ExtractResult } from '../../../hooks/extract.js'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
@@ -17,7 +18,8 @@ function extract(object: KubeObject, attributes: AttributeSpec[], opts: { redact
 
 /** The result of a successful extraction: bytes is the size of the attributes as JSON. */
 function extracted(attributes: JsonObject, errors: string[] = []): ExtractResult {
-  return { attributes, errors, bytes: Buffer.byteLength(JSON.stringify(attributes)) }
+  const json = canonicalJson(attributes)
+  return { attributes, errors, bytes: Buffer.byteLength(json), json }
 }
 
 /** The result when a required attribute failed: no attributes at all. */
