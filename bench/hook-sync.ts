@@ -49,7 +49,7 @@ async function measure(server: HooksServer, count: number, managedFields: boolea
     ['phases, median ms', PHASES.map((p) => `${p} ${median(phases.get(p) ?? [0]).toFixed(0)}`).join(', ')],
     ['attribute evaluations per second', Math.round(evals).toLocaleString('en-US')],
   ], count === TARGET_COUNT ? [[`ratio <= ${TARGET}`, ratio <= TARGET], ['all objects extracted', extracted === count]] : [['all objects extracted', extracted === count]])
-  return { ratio, extracted: ok }
+  return { ratio, met: ok }
 }
 
 export async function benchHookSync(counts = [1_000, TARGET_COUNT, 50_000], rounds = 7): Promise<boolean> {
@@ -62,8 +62,8 @@ export async function benchHookSync(counts = [1_000, TARGET_COUNT, 50_000], roun
         // Big bodies take seconds a round on shared cores; one round says enough there.
         if (count <= TARGET_COUNT) {
           // Not `ok &&= ...`: a missed target must not skip the shapes after it.
-          const { extracted } = await measure(server, count, managedFields, rounds)
-          ok = extracted && ok
+          const { met } = await measure(server, count, managedFields, rounds)
+          ok = met && ok
           continue
         }
         // Past the target size a failure is printed, not a missed target.
