@@ -14,7 +14,8 @@ const PHASES = ['receive', 'parse', 'validate', 'select', 'extract', 'hash', 'se
 
 interface Measured {
   ratio: number
-  extracted: boolean
+  /** Every target of this measure was met. */
+  met: boolean
 }
 
 async function measure(server: HooksServer, count: number, managedFields: boolean, rounds: number): Promise<Measured> {
