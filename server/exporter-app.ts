@@ -98,8 +98,11 @@ export interface RoleAnswer<T> { value: T; role: ExporterRole }
 /** The state-carrying calls, which KOLLECT_EXPORTER_PEERS sends to every replica. */
 export type StateCall = 'reportTarget' | 'removeTarget' | 'applyInventory' | 'finalizeInventory'
 
-/** One exporter replica's API, each answer with the replica's role. */
-export type RoleAwareClient = { [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0]) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>> } & {
+/**
+ * One exporter replica's API, each answer with the replica's role. A state call may carry its
+ * argument already serialised (`body`), so a fan-out serialises a large report once for every replica.
+ */
+export type RoleAwareClient = { [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0], body?: string) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>> } & {
   checkSink: ExporterClient['checkSink']
   ping(): Promise<boolean>
   metrics(): Promise<string>
@@ -117,13 +120,12 @@ export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeout
     const role: ExporterRole = header === 'active' || header === 'standby' ? header : 'unknown'
     return { ok: res.ok, status: res.status, text: await res.text(), role }
   }
-  const call = async <T>(route: string, body: unknown): Promise<RoleAnswer<T>> => {
-    const res = await post(route, JSON.stringify(body))
+  const call = async <T>(route: string, arg: unknown, body = JSON.stringify(arg)): Promise<RoleAnswer<T>> => {
+    const res = await post(route, body)
     if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
     return { value: JSON.parse(res.text) as T, role: res.role }
   }
-  const report = async (r: TargetReport): Promise<RoleAnswer<ReportResult>> => {
-    const body = JSON.stringify(r)
+  const report = async (r: TargetReport, body = JSON.stringify(r)): Promise<RoleAnswer<ReportResult>> => {
     const res = await post(EXPORTER_ROUTES.reportTarget, body)
     if (res.status === 413) {
       const reason = (JSON.parse(res.text) as { message?: string }).message
@@ -136,14 +138,14 @@ export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeout
   // which is what its memory sizing assumes.
   let reports: Promise<unknown> = Promise.resolve()
   return {
-    reportTarget: (r) => {
-      const run = reports.then(() => report(r))
+    reportTarget: (r, body) => {
+      const run = reports.then(() => report(r, body))
       reports = run.catch(() => undefined)
       return run
     },
-    removeTarget: (t) => call(EXPORTER_ROUTES.removeTarget, t),
-    applyInventory: (c) => call(EXPORTER_ROUTES.applyInventory, c),
-    finalizeInventory: (c) => call(EXPORTER_ROUTES.finalizeInventory, c),
+    removeTarget: (t, body) => call(EXPORTER_ROUTES.removeTarget, t, body),
+    applyInventory: (c, body) => call(EXPORTER_ROUTES.applyInventory, c, body),
+    finalizeInventory: (c, body) => call(EXPORTER_ROUTES.finalizeInventory, c, body),
     checkSink: async (sink) => (await call<Awaited<ReturnType<ExporterClient['checkSink']>>>(EXPORTER_ROUTES.checkSink, sink)).value,
     ping: async () => (await fetch(baseUrl + '/healthz', { signal: AbortSignal.timeout(2000) })).ok,
     metrics: async () => {

@@ -75,10 +75,11 @@ export function fanOutExporterClient(deps: FanOutDeps): HttpExporterClient {
     if (urls.length === 0) throw new Error('KOLLECT_EXPORTER_PEERS resolved to no exporter')
     // Pods that left the peer list take their clients (and their report queues) with them.
     for (const url of clients.keys()) if (!urls.includes(url)) clients.delete(url)
+    const body = JSON.stringify(arg)
     const settled = await Promise.allSettled(urls.map(async (url) => {
       const peer = peerClient(url)
       try {
-        const answer = await (peer.client[call] as (a: typeof arg) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>>)(arg)
+        const answer = await (peer.client[call] as (a: typeof arg, body: string) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>>)(arg, body)
         peer.role = answer.role
         return answer
       } catch (err) {
