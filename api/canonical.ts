@@ -53,17 +53,21 @@ function writeCanonical(value: unknown): string | undefined {
   return out + '}'
 }
 
-// Keys repeat across items (identity fields, attribute names, label keys): quoted once each, up to a bound.
-const quotedKeys = new Map<string, string>()
-
-function quotedKey(key: string): string {
-  let q = quotedKeys.get(key)
-  if (q === undefined) {
-    q = JSON.stringify(key)
-    if (quotedKeys.size < 4096) quotedKeys.set(key, q)
+/** JSON.stringify of strings that repeat, remembered for the first `bound` distinct ones. */
+function quoter(bound: number): (text: string) => string {
+  const quotedTexts = new Map<string, string>()
+  return (text) => {
+    let q = quotedTexts.get(text)
+    if (q === undefined) {
+      q = JSON.stringify(text)
+      if (quotedTexts.size < bound) quotedTexts.set(text, q)
+    }
+    return q
   }
-  return q
 }
+
+// Keys repeat across items (identity fields, attribute names, label keys): quoted once each, up to a bound.
+const quotedKey = quoter(4096)
 
 /** Pretty canonical JSON for files people diff: one value per line, stable order. */
 export function canonicalJsonPretty(value: unknown): string {
@@ -133,16 +137,7 @@ function identityJson(item: Item): string {
 }
 
 // Group, kind, version and the target repeat on every item of a sync: quoted once each, up to a bound.
-const quotedValues = new Map<string, string>()
-
-function quoted(value: string): string {
-  let q = quotedValues.get(value)
-  if (q === undefined) {
-    q = JSON.stringify(value)
-    if (quotedValues.size < 4096) quotedValues.set(value, q)
-  }
-  return q
-}
+const quoted = quoter(4096)
 
 /** Record a hash computed elsewhere (the hooks computed it while extracting). */
 export function seedItemHash(item: Item, hash: string): void {
