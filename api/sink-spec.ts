@@ -16,12 +16,20 @@ export interface GitSinkSettings {
 export interface PostgresSinkSettings {
   schema?: string
   table?: string
+  /** Snapshot rows kept per inventory, the newest first; 0 keeps all. Default 1000. */
+  keepSnapshots?: number
+  /** Snapshot rows older than this go too, e.g. 2160h; absent keeps them whatever their age. */
+  snapshotMaxAge?: string
 }
 
 export interface NatsSinkSettings {
   url: string
   stream?: string
   subject?: string
+  /** Events older than this leave the stream, e.g. 168h (the default on a stream the sink creates); 0s keeps them. */
+  maxAge?: string
+  /** Events kept on the stream, the oldest go first; 0 (the default) sets no count limit. */
+  maxMessages?: number
 }
 
 export interface KafkaSinkSettings {

@@ -1,3 +1,4 @@
+import { formatDuration, parseDuration } from '../../api/duration.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 
@@ -5,6 +6,13 @@ export const DEFAULT_STREAM = 'KOLLECT'
 export const DEFAULT_SUBJECT = 'kollect'
 /** Where the last-published state lives; shared by every NATS sink on a server, keyed per stream. */
 export const STATE_BUCKET = 'KOLLECT_STATE'
+/**
+ * Age limit of a stream the sink creates. The current state is in the KV bucket, so this bounds
+ * only how long a consumer may stay away (a hub, an auditor's replay): a week, Kafka's default.
+ */
+export const DEFAULT_MAX_AGE_MILLIS = 168 * 3_600_000
+const DUPLICATE_WINDOW_MILLIS = 120_000
+const REQUEST_TIMEOUT_MILLIS = 5000
 
 // A subject prefix is literal: no wildcards, no empty tokens, nothing that needs escaping.
 const SUBJECT_PREFIX = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
@@ -30,6 +38,8 @@ export interface NatsSettings {
   reconnectTimeWaitMillis: number
   /** JetStream dedupe window of the stream created by the sink. */
   duplicateWindowMillis: number
+  /** Stream limits: applied to a stream the sink creates, and to an existing one when `explicit`. 0: no limit. */
+  retention: { maxAgeMillis: number; maxMessages: number; explicit: boolean }
 }
 
 // Credentials in the URL itself (nats://user:pass@host) are secrets too.
@@ -77,6 +87,13 @@ export function natsSettings(opts: SinkOptions): NatsSettings {
   if (!SUBJECT_PREFIX.test(subject)) {
     throw configError(label, `subject "${subject}" must be dot-separated tokens of [A-Za-z0-9_-]`)
   }
+  const maxAge = nats?.maxAge === undefined ? DEFAULT_MAX_AGE_MILLIS : parseDuration(nats.maxAge)
+  // The duplicate window may not outlast max_age, and must cover a publish timeout.
+  if (maxAge === null || (maxAge > 0 && maxAge < REQUEST_TIMEOUT_MILLIS)) {
+    throw configError(label, `maxAge must be a duration of at least ${formatDuration(REQUEST_TIMEOUT_MILLIS)}, or 0s to keep events`)
+  }
+  const maxMessages = nats?.maxMessages ?? 0
+  if (!Number.isSafeInteger(maxMessages) || maxMessages < 0) throw configError(label, 'maxMessages must be a whole number, 0 for no limit')
   return {
     label,
     servers,
@@ -85,10 +102,11 @@ export function natsSettings(opts: SinkOptions): NatsSettings {
     auth: authFrom(label, opts.credentials),
     secrets: secretsFromCredentials(opts.credentials, urlSecrets(servers)),
     window: 256,
-    requestTimeoutMillis: 5000,
+    requestTimeoutMillis: REQUEST_TIMEOUT_MILLIS,
     connectTimeoutMillis: 5000,
     maxReconnectAttempts: 10,
     reconnectTimeWaitMillis: 500,
-    duplicateWindowMillis: 120_000,
+    duplicateWindowMillis: maxAge > 0 ? Math.min(DUPLICATE_WINDOW_MILLIS, maxAge) : DUPLICATE_WINDOW_MILLIS,
+    retention: { maxAgeMillis: maxAge, maxMessages, explicit: nats?.maxAge !== undefined || nats?.maxMessages !== undefined },
   }
 }

@@ -139,11 +139,22 @@ export class NatsService {
           subjects: [`${subject}.>`],
           storage: StorageType.File,
           duplicate_window: nanos(this.settings.duplicateWindowMillis),
+          ...this.limits(),
         })
       } catch (addErr) {
         // Another replica created it first.
         info = await jsm.streams.info(stream).catch(() => Promise.reject(addErr))
       }
+    }
+    // An existing stream may be the operator's, or an older Kollect's without limits: its limits
+    // change only when the spec asks, never from a default.
+    const limits = this.limits()
+    if (this.settings.retention.explicit && (info.config.max_age !== limits.max_age || info.config.max_msgs !== limits.max_msgs)) {
+      const window = info.config.duplicate_window ?? 0
+      info = await jsm.streams.update(stream, {
+        ...limits,
+        ...(limits.max_age > 0 && window > limits.max_age ? { duplicate_window: limits.max_age } : {}),
+      })
     }
     if (!(info.config.subjects ?? []).some((pattern) => capturesEvents(pattern, subject))) {
       throw configError(this.settings.label, `stream ${stream} does not capture subjects ${subject}.>`)
@@ -156,6 +167,12 @@ export class NatsService {
         `stream ${stream} drops duplicates for ${window} ms only; the sink needs a duplicate_window of at least ${this.settings.requestTimeoutMillis} ms`,
       )
     }
+  }
+
+  /** The stream limits of the spec; only the events stream, never the KV bucket of the published state. */
+  private limits(): { max_age: number; max_msgs: number } {
+    const { maxAgeMillis, maxMessages } = this.settings.retention
+    return { max_age: nanos(maxAgeMillis), max_msgs: maxMessages > 0 ? maxMessages : -1 }
   }
 
   /** Publish and await every ack, `window` in flight. */

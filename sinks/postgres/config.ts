@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer'
 import { parse } from 'pg-connection-string'
+import { parseDuration } from '../../api/duration.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import type { Credentials } from '../sink.js'
@@ -8,6 +9,11 @@ export const DEFAULT_SCHEMA = 'public'
 export const DEFAULT_TABLE = 'kollect_items'
 export const SNAPSHOTS_SUFFIX = '_snapshots'
 export const MIGRATIONS_TABLE = 'kollect_schema_migrations'
+/**
+ * Snapshot rows kept per inventory. A row is ~150 bytes and records one export's counts: a
+ * thousand is months of history for a quiet inventory, hours for one changing at every debounce.
+ */
+export const DEFAULT_KEEP_SNAPSHOTS = 1000
 
 /** Credential keys that may hold the connection string, in order of preference. */
 export const DSN_KEYS = ['dsn', 'url', 'DATABASE_URL'] as const
@@ -25,6 +31,8 @@ export interface PostgresSettings {
   secrets: Secrets
   /** Rows per upsert statement. */
   chunkSize: number
+  /** Snapshot rows beyond the newest `keep` or older than `maxAgeMillis` are pruned; 0: no limit. */
+  retention: { keep: number; maxAgeMillis: number; batch: number }
   pool: {
     max: number
     connectionTimeoutMillis: number
@@ -121,6 +129,11 @@ export function postgresSettings(opts: SinkOptions): PostgresSettings {
   if (dsn === undefined) {
     throw configError(label, `the secret has no connection string (one of the keys ${DSN_KEYS.join(', ')})`)
   }
+  const keep = opts.spec.postgres?.keepSnapshots ?? DEFAULT_KEEP_SNAPSHOTS
+  if (!Number.isSafeInteger(keep) || keep < 0) throw configError(label, 'keepSnapshots must be a whole number, 0 to keep all')
+  const age = opts.spec.postgres?.snapshotMaxAge
+  const maxAgeMillis = age === undefined ? 0 : parseDuration(age)
+  if (maxAgeMillis === null) throw configError(label, `snapshotMaxAge "${age}" is not a duration such as 2160h`)
   return {
     label,
     schema,
@@ -129,6 +142,8 @@ export function postgresSettings(opts: SinkOptions): PostgresSettings {
     dsn,
     secrets: secretsFromCredentials(opts.credentials, secretsOf(dsn)),
     chunkSize: 2000,
+    // Rows deleted per export at most, so a first prune of a long history cannot hold the lock for long.
+    retention: { keep, maxAgeMillis, batch: 1000 },
     pool: {
       max: 4,
       connectionTimeoutMillis: 10_000,

@@ -113,5 +113,7 @@ async function apply(tx: InventoryTx, settings: PostgresSettings, snapshot: Snap
   if (diff.removed.length > 0) await during(`deleting rows (${diff.removed.length})`, () => tx.deleteItems(removedKeys(diff, held)))
   const result = resultOf(diff)
   await tx.insertSnapshot({ checksum: snapshot.checksum, itemCount: snapshot.itemCount, ...result })
+  // In the export's transaction: readers never see a history pruned for an export that rolled back.
+  await during('pruning old snapshot rows', () => tx.pruneSnapshots(settings.retention))
   return result
 }

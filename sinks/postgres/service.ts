@@ -72,6 +72,13 @@ export class InventoryTx {
     ])
   }
 
+  /** Delete snapshot rows beyond the retention, at most `batch`; returns how many went. */
+  async pruneSnapshots(retention: { keep: number; maxAgeMillis: number; batch: number }): Promise<number> {
+    if (retention.keep === 0 && retention.maxAgeMillis === 0) return 0
+    const result = await this.client.query(this.sql.pruneSnapshots, [...this.inv, retention.keep, retention.maxAgeMillis, retention.batch])
+    return result.rowCount ?? 0
+  }
+
   async deleteInventory(): Promise<void> {
     await this.client.query(this.sql.deleteInventoryItems, this.inv)
     await this.client.query(this.sql.deleteInventorySnapshots, this.inv)

@@ -64,6 +64,7 @@ export interface Statements {
   insertSnapshot: string
   deleteInventoryItems: string
   deleteInventorySnapshots: string
+  pruneSnapshots: string
 }
 
 export function statements(items: string, snapshots: string): Statements {
@@ -98,5 +99,16 @@ export function statements(items: string, snapshots: string): Statements {
       `VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())`,
     deleteInventoryItems: `DELETE FROM ${items} WHERE ${inventoryWhere}`,
     deleteInventorySnapshots: `DELETE FROM ${snapshots} WHERE ${inventoryWhere}`,
+    // $4 rows to keep, $5 max age in ms (0: none for either), $6 rows to delete at most. Never the
+    // newest row, never a row stamping a current item: drift checks would take its items for hand edits.
+    pruneSnapshots:
+      `DELETE FROM ${snapshots} WHERE id IN (SELECT s.id FROM ${snapshots} s ` +
+      `WHERE s.cluster = $1 AND s.inventory_namespace = $2 AND s.inventory_name = $3 ` +
+      `AND s.id < (SELECT max(id) FROM ${snapshots} WHERE ${inventoryWhere}) ` +
+      `AND (($4::integer > 0 AND s.id <= (SELECT id FROM ${snapshots} WHERE ${inventoryWhere} ORDER BY id DESC OFFSET $4 LIMIT 1)) ` +
+      `OR ($5::bigint > 0 AND s.exported_at < now() - $5::bigint * interval '1 millisecond')) ` +
+      `AND NOT EXISTS (SELECT 1 FROM ${items} i WHERE i.cluster = $1 AND i.inventory_namespace = $2 AND i.inventory_name = $3 ` +
+      `AND i.snapshot_checksum = s.checksum AND i.exported_at = s.exported_at) ` +
+      'ORDER BY s.id LIMIT $6)',
   }
 }

@@ -4,6 +4,7 @@ import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
+import { DEFAULT_KEEP_SNAPSHOTS } from '../../sinks/postgres/config.js'
 import {
   crdFileForKind,
   crdForKind,
@@ -189,6 +190,7 @@ test('the defaults the design states are in the schemas', () => {
     ['KollectSink', 'spec.deletionPolicy', 'Retain'],
     ['KollectSink', 'spec.postgres.schema', 'public'],
     ['KollectSink', 'spec.postgres.table', 'kollect_items'],
+    ['KollectSink', 'spec.postgres.keepSnapshots', DEFAULT_KEEP_SNAPSHOTS],
     ['KollectSink', 'spec.nats.stream', 'KOLLECT'],
     ['KollectSink', 'spec.nats.subject', 'kollect'],
     ['KollectSink', 'spec.s3.layout', 'document'],
@@ -268,6 +270,10 @@ test('invalid specs fail at the offending field', () => {
   assertInvalidAt(validateSpec('KollectSink', { type: 'nats', nats: {} }), 'spec.nats.url')
   assertInvalidAt(validateSpec('KollectSink', { type: 's3', s3: {} }), 'spec.s3.bucket')
   assertInvalidAt(validateSpec('KollectSink', { type: 's3', s3: { bucket: 'inv', keepSnapshots: -1 } }), 'spec.s3.keepSnapshots')
+  assertInvalidAt(validateSpec('KollectSink', { type: 'postgres', postgres: { keepSnapshots: -1 } }), 'spec.postgres.keepSnapshots')
+  assertInvalidAt(validateSpec('KollectSink', { type: 'postgres', postgres: { snapshotMaxAge: '90d' } }), 'spec.postgres.snapshotMaxAge')
+  assertInvalidAt(validateSpec('KollectSink', { type: 'nats', nats: { url: 'nats://n:4222', maxAge: '1 week' } }), 'spec.nats.maxAge')
+  assertInvalidAt(validateSpec('KollectSink', { type: 'nats', nats: { url: 'nats://n:4222', maxMessages: -1 } }), 'spec.nats.maxMessages')
   assertInvalidAt(
     validateSpec('KollectTarget', { resource: { group: 'apps', version: 'v1' }, profileRef: { name: 'p' } }),
     'spec.resource.kind',
