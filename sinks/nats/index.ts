@@ -51,7 +51,7 @@ export function createNatsSink(opts: SinkOptions): Sink {
     // ours: a diff from our cache would then publish wrong events and record a mix of both.
     if (cached && cached.revision === (await during('reading the state revision', () => service.stateRevision(snapshotStateKey(token))))) return cached
     const entries = await during('reading the published state', () =>
-      service.readState(inventoryStateFilter(token)),
+      service.readState(inventoryStateFilter(token), snapshotStateKey(token)),
     )
     const recorded = decodeState(token, entries)
     const from = replayFrom(recorded)

@@ -1,4 +1,4 @@
-import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg, type StreamInfo } from '@nats-io/jetstream'
+import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
@@ -180,63 +180,57 @@ export class NatsService {
   /**
    * Every message on `filter` after stream sequence `after`, in order, or an error: never a
    * silently partial list. One lookup when there is none (the usual case), an ordered consumer
-   * when there are.
+   * up to the last message on `filter` when there are. That lookup ends the read, not the
+   * server's pending count: 2.9 servers overcount it for a wildcard filter starting inside a
+   * block whose subject index was reloaded (after a restart, or evicted under load), and a read
+   * waiting for a pending of 0 then never ends. Messages stored after it are left for the next read.
    */
   async readPublished(filter: string, after: number): Promise<PublishedMessage[]> {
-    const { first, messages } = await this.readRange(this.settings.stream, filter, after + 1)
-    // The events stream never loses messages: a missing first one means the consumer skipped it.
-    if (messages.length > 0 && messages[0]?.seq !== first) throw new StateReadInterrupted()
-    return messages.map((m) => ({ seq: m.seq, body: m.json<ItemEvent | SnapshotMarker>() }))
-  }
-
-  /** Every entry under `filter` in stream order, or an error: never a silently partial list. */
-  async readState(filter: string): Promise<StateEntry[]> {
-    const prefix = this.kvSubject('')
-    const { messages } = await this.readRange(this.kvStream, this.kvSubject(filter), 1)
-    return messages.map((m) => ({
-      key: m.subject.slice(prefix.length),
-      revision: m.seq,
-      operation: (m.headers?.get('KV-Operation') || 'PUT') as StateEntry['operation'],
-      value: m.data,
-    }))
-  }
-
-  /**
-   * The messages on `filter` from sequence `from` through the last one the stream holds when the
-   * read starts, read by an ordered consumer. The end is that lookup, not the server's pending
-   * count: 2.9 servers overcount it for wildcard filters once a block's subject index was reloaded
-   * (after a restart, or evicted under load), and a read waiting for a pending of 0 never ends.
-   * Messages stored after the lookup are left for the next read. A KV key replaced meanwhile
-   * (history 1) is read at its newer revision, which also ends the read.
-   */
-  private async readRange(stream: string, filter: string, from: number): Promise<{ first: number; messages: JsMsg[] }> {
     const { js, jsm } = await this.connected()
+    const { stream } = this.settings
     // next_by_subj is STREAM.MSG.GET's "first message on this subject from seq"; the client's type lacks it.
-    const first = await jsm.streams.getMessage(stream, { seq: from, next_by_subj: filter } as { seq: number })
-    if (first === null) return { first: 0, messages: [] }
+    const first = await jsm.streams.getMessage(stream, { seq: after + 1, next_by_subj: filter } as { seq: number })
+    if (first === null) return []
     const last = await jsm.streams.getMessage(stream, { last_by_subj: filter })
-    // Purged between the two lookups.
-    if (last === null) throw new StateReadInterrupted()
+    if (last === null) throw new StateReadInterrupted() // purged between the two lookups
     const consumer = await js.consumers.get(stream, {
       filter_subjects: filter,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: first.seq,
     })
-    const messages: JsMsg[] = []
+    const out: PublishedMessage[] = []
     // Batches that expire, not an endless consume(): a consumer that stops delivering (a reset
     // under load, a server going away) ends the read as interrupted, and the write is retried.
-    while ((messages.at(-1)?.seq ?? 0) < last.seq) {
+    while ((out.at(-1)?.seq ?? 0) < last.seq) {
       const batch = await consumer.fetch({ max_messages: this.settings.window, expires: this.settings.requestTimeoutMillis })
       let received = 0
       for await (const m of batch) {
         received++
-        messages.push(m)
+        out.push({ seq: m.seq, body: m.json<ItemEvent | SnapshotMarker>() })
         if (m.seq >= last.seq) break
       }
-      // A batch also ends when the connection closes: that is not the end of the range.
+      // A batch also ends when the connection closes: that is not the end of the stream.
       if (received === 0) throw new StateReadInterrupted()
     }
-    return { first: first.seq, messages }
+    // The events stream never loses messages: a missing first one means the consumer skipped it.
+    if (out[0]?.seq !== first.seq) throw new StateReadInterrupted()
+    return out
+  }
+
+  /** Every entry under `filter` in stream order, or an error: never a silently partial list. */
+  async readState(filter: string, probeKey: string): Promise<StateEntry[]> {
+    const { kv } = await this.connected()
+    // history() (not watch()) because it ends by itself once the initial values are delivered.
+    const iter = await kv.history({ key: filter })
+    const entries: StateEntry[] = []
+    let pending = -1
+    for await (const e of iter) {
+      entries.push({ key: e.key, revision: e.revision, operation: e.operation, value: e.value })
+      pending = e.delta ?? 0
+    }
+    if (entries.length > 0 && pending !== 0) throw new StateReadInterrupted()
+    if (entries.length === 0 && (await kv.get(probeKey)) !== null) throw new StateReadInterrupted()
+    return entries
   }
 
   /**

@@ -100,6 +100,11 @@ describe('nats sink (real nats-server with JetStream)', () => {
     return out
   }
 
+  /** The sink's NATS I/O on its own connection, as a fresh exporter instance would read. */
+  function serviceOf(s: { stream: string; subject: string }): NatsService {
+    return new NatsService(natsSettings({ id: SINK_ID, spec: { type: 'nats', nats: { url: nats.url, stream: s.stream, subject: s.subject } }, credentials: {}, dataDir: '/nonexistent' }))
+  }
+
   async function messageCount(stream: string): Promise<number> {
     return (await jsm.streams.info(stream)).state.messages
   }
@@ -416,11 +421,11 @@ describe('nats sink (real nats-server with JetStream)', () => {
     await s.write(snapshotOf(inv, items.map((i, n) => (n < 5 ? bumpReplicas(i, 9) : i))))
     const firstMarker = (await messages(s.stream)).findIndex((m) => m.body.type === 'snapshot') + 1
     const events = subjectFor(s.subject, { cluster: CLUSTER, inventory: inv }, '*')
-    const state = inventoryStateFilter(inventoryToken(s.stream, s.subject, { cluster: CLUSTER, inventory: inv }))
+    const token = inventoryToken(s.stream, s.subject, { cluster: CLUSTER, inventory: inv })
     const read = async (): Promise<[unknown, unknown]> => {
-      const reader = new NatsService(natsSettings({ id: SINK_ID, spec: { type: 'nats', nats: { url: nats.url, stream: s.stream, subject: s.subject } }, credentials: {}, dataDir: '/nonexistent' }))
+      const reader = serviceOf(s)
       try {
-        return [await reader.readPublished(events, firstMarker), await reader.readState(state)]
+        return [await reader.readPublished(events, firstMarker), await reader.readState(inventoryStateFilter(token), snapshotStateKey(token))]
       } finally {
         await reader.close()
       }
@@ -432,6 +437,38 @@ describe('nats sink (real nats-server with JetStream)', () => {
       await nats.stop()
       await nats.start()
       assert.deepEqual(await read(), expected, `round ${round}`)
+    }
+  })
+
+  // The state read is a deliver-all KV history: the overcount above needs a start inside the stream,
+  // and the history's last message comes with a pending of 0 even while another writer appends.
+  test('a state read ends while another writer keeps putting keys', async () => {
+    const s = sink()
+    await s.write(snapshotOf(inv, makeItems(200)))
+    const token = inventoryToken(s.stream, s.subject, { cluster: CLUSTER, inventory: inv })
+    const kv: KV = await new Kvm(js).open(STATE_BUCKET)
+    const before = new Set<string>()
+    for await (const key of await kv.keys(inventoryStateFilter(token))) before.add(key)
+    // The other writer (an old leader in a split brain) puts keys under the same inventory until the read ends.
+    let reading = true
+    let puts = 0
+    const writer = (async () => {
+      while (reading && puts < 20_000) await Promise.all(Array.from({ length: 32 }, () => kv.put(`${token}.i.other${puts++}`, 'x')))
+    })()
+    const reader = serviceOf(s)
+    try {
+      await new Promise((r) => setTimeout(r, 100)) // the writer is under way
+      const entries = await reader.readState(inventoryStateFilter(token), snapshotStateKey(token))
+      const stillWriting = puts < 20_000
+      reading = false
+      await writer
+      assert.ok(stillWriting, 'the read waited for the other writer to stop')
+      const keys = new Set(entries.map((e) => e.key))
+      for (const key of before) assert.ok(keys.has(key), `${key} missing`)
+    } finally {
+      reading = false
+      await writer
+      await reader.close()
     }
   })
 
