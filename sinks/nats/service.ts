@@ -197,7 +197,10 @@ export class NatsService {
   /**
    * Every message on `filter` after stream sequence `after`, in order, or an error: never a
    * silently partial list. One lookup when there is none (the usual case), an ordered consumer
-   * when there are.
+   * up to the last message on `filter` when there are. That lookup ends the read, not the
+   * server's pending count: 2.9 servers overcount it for a wildcard filter starting inside a
+   * block whose subject index was reloaded (after a restart, or evicted under load), and a read
+   * waiting for a pending of 0 then never ends. Messages stored after it are left for the next read.
    */
   async readPublished(filter: string, after: number): Promise<PublishedMessage[]> {
     const { js, jsm } = await this.connected()
@@ -205,30 +208,29 @@ export class NatsService {
     // next_by_subj is STREAM.MSG.GET's "first message on this subject from seq"; the client's type lacks it.
     const first = await jsm.streams.getMessage(stream, { seq: after + 1, next_by_subj: filter } as { seq: number })
     if (first === null) return []
+    const last = await jsm.streams.getMessage(stream, { last_by_subj: filter })
+    if (last === null) throw new StateReadInterrupted() // purged between the two lookups
     const consumer = await js.consumers.get(stream, {
       filter_subjects: filter,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: first.seq,
     })
     const out: PublishedMessage[] = []
-    let complete = false
     // Batches that expire, not an endless consume(): a consumer that stops delivering (a reset
     // under load, a server going away) ends the read as interrupted, and the write is retried.
-    while (!complete) {
+    while ((out.at(-1)?.seq ?? 0) < last.seq) {
       const batch = await consumer.fetch({ max_messages: this.settings.window, expires: this.settings.requestTimeoutMillis })
       let received = 0
       for await (const m of batch) {
         received++
         out.push({ seq: m.seq, body: m.json<ItemEvent | SnapshotMarker>() })
-        if (m.info.pending === 0) {
-          complete = true
-          break
-        }
+        if (m.seq >= last.seq) break
       }
-      if (received === 0) break
+      // A batch also ends when the connection closes: that is not the end of the stream.
+      if (received === 0) throw new StateReadInterrupted()
     }
-    // A batch also ends when the connection closes: that is not the end of the stream.
-    if (!complete || out[0]?.seq !== first.seq) throw new StateReadInterrupted()
+    // The events stream never loses messages: a missing first one means the consumer skipped it.
+    if (out[0]?.seq !== first.seq) throw new StateReadInterrupted()
     return out
   }
 

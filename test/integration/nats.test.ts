@@ -8,11 +8,11 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { itemHash, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef } from '../../api/types.js'
-import { STATE_BUCKET } from '../../sinks/nats/config.js'
-import { itemMessageId, markerMessageId, type ItemEvent, type SnapshotMarker, type Transition } from '../../sinks/nats/encode.js'
+import { natsSettings, STATE_BUCKET } from '../../sinks/nats/config.js'
+import { itemMessageId, markerMessageId, subjectFor, type ItemEvent, type SnapshotMarker, type Transition } from '../../sinks/nats/encode.js'
 import { createNatsSink } from '../../sinks/nats/index.js'
-import { capturesEvents } from '../../sinks/nats/service.js'
-import { decodeState, inventoryToken, replay, snapshotStateKey, type InventoryState } from '../../sinks/nats/state.js'
+import { capturesEvents, NatsService } from '../../sinks/nats/service.js'
+import { decodeState, inventoryStateFilter, inventoryToken, replay, snapshotStateKey, type InventoryState } from '../../sinks/nats/state.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
 import { startNats, type NatsServer } from '../support/nats.js'
@@ -98,6 +98,11 @@ describe('nats sink (real nats-server with JetStream)', () => {
     }
     assert.equal(out.length, total)
     return out
+  }
+
+  /** The sink's NATS I/O on its own connection, as a fresh exporter instance would read. */
+  function serviceOf(s: { stream: string; subject: string }): NatsService {
+    return new NatsService(natsSettings({ id: SINK_ID, spec: { type: 'nats', nats: { url: nats.url, stream: s.stream, subject: s.subject } }, credentials: {}, dataDir: '/nonexistent' }))
   }
 
   async function messageCount(stream: string): Promise<number> {
@@ -405,6 +410,66 @@ describe('nats sink (real nats-server with JetStream)', () => {
     const marker = last[1]!.body as SnapshotMarker
     assert.equal(marker.previousChecksum, s1.checksum)
     assert.equal(marker.changed, 1)
+  })
+
+  // A restarted 2.9 server may overcount a wildcard-filtered consumer's pending (as it reloads the
+  // blocks' subject index; under load too): a read waiting for a pending of 0 then never ended.
+  test('reads end at the last message on their filter, not at the pending count a restarted server reports', async () => {
+    const s = sink()
+    const items = makeItems(40)
+    await s.write(snapshotOf(inv, items))
+    await s.write(snapshotOf(inv, items.map((i, n) => (n < 5 ? bumpReplicas(i, 9) : i))))
+    const firstMarker = (await messages(s.stream)).findIndex((m) => m.body.type === 'snapshot') + 1
+    const events = subjectFor(s.subject, { cluster: CLUSTER, inventory: inv }, '*')
+    const token = inventoryToken(s.stream, s.subject, { cluster: CLUSTER, inventory: inv })
+    const read = async (): Promise<[unknown, unknown]> => {
+      const reader = serviceOf(s)
+      try {
+        return [await reader.readPublished(events, firstMarker), await reader.readState(inventoryStateFilter(token), snapshotStateKey(token))]
+      } finally {
+        await reader.close()
+      }
+    }
+    const expected = await read()
+    assert.equal((expected[0] as unknown[]).length, 6, 'five changed events and the second marker')
+    // The overcount depends on the server's timing: several restarts make a miss unlikely.
+    for (let round = 0; round < 4; round++) {
+      await nats.stop()
+      await nats.start()
+      assert.deepEqual(await read(), expected, `round ${round}`)
+    }
+  })
+
+  // The state read is a deliver-all KV history: the overcount above needs a start inside the stream,
+  // and the history's last message comes with a pending of 0 even while another writer appends.
+  test('a state read ends while another writer keeps putting keys', async () => {
+    const s = sink()
+    await s.write(snapshotOf(inv, makeItems(200)))
+    const token = inventoryToken(s.stream, s.subject, { cluster: CLUSTER, inventory: inv })
+    const kv: KV = await new Kvm(js).open(STATE_BUCKET)
+    const before = new Set<string>()
+    for await (const key of await kv.keys(inventoryStateFilter(token))) before.add(key)
+    // The other writer (an old leader in a split brain) puts keys under the same inventory until the read ends.
+    let reading = true
+    let puts = 0
+    const writer = (async () => {
+      while (reading && puts < 20_000) await Promise.all(Array.from({ length: 32 }, () => kv.put(`${token}.i.other${puts++}`, 'x')))
+    })()
+    const reader = serviceOf(s)
+    try {
+      await new Promise((r) => setTimeout(r, 100)) // the writer is under way
+      const entries = await reader.readState(inventoryStateFilter(token), snapshotStateKey(token))
+      const stillWriting = puts < 20_000
+      reading = false
+      await writer
+      assert.ok(stillWriting, 'the read waited for the other writer to stop')
+      const keys = new Set(entries.map((e) => e.key))
+      for (const key of before) assert.ok(keys.has(key), `${key} missing`)
+    } finally {
+      reading = false
+      await writer
+      await reader.close()
+    }
   })
 
   test('timing: 10k-item initial export and a 1-item change', async (t) => {
