@@ -197,10 +197,9 @@ export class NatsService {
   /**
    * Every message on `filter` after stream sequence `after`, in order, or an error: never a
    * silently partial list. One lookup when there is none (the usual case), an ordered consumer
-   * up to the last message on `filter` when there are. That lookup ends the read, not the
-   * server's pending count: 2.9 servers overcount it for a wildcard filter starting inside a
-   * block whose subject index was reloaded (after a restart, or evicted under load), and a read
-   * waiting for a pending of 0 then never ends. Messages stored after it are left for the next read.
+   * up to the last message on `filter` when there are: not the server's pending count, which 2.9
+   * overcounts for a wildcard filter starting inside a block whose subject index was reloaded
+   * (a restart, or evicted under load). Messages stored after that lookup wait for the next read.
    */
   async readPublished(filter: string, after: number): Promise<PublishedMessage[]> {
     const { js, jsm } = await this.connected()
@@ -229,7 +228,7 @@ export class NatsService {
       // A batch also ends when the connection closes: that is not the end of the stream.
       if (received === 0) throw new StateReadInterrupted()
     }
-    // The events stream never loses messages: a missing first one means the consumer skipped it.
+    // The consumer skipped it, or retention removed it meanwhile: read again.
     if (out[0]?.seq !== first.seq) throw new StateReadInterrupted()
     return out
   }
