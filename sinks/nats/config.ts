@@ -110,3 +110,16 @@ export function natsSettings(opts: SinkOptions): NatsSettings {
     retention: { maxAgeMillis: maxAge, maxMessages, explicit: nats?.maxAge !== undefined || nats?.maxMessages !== undefined },
   }
 }
+
+/** Does a stream subject (possibly with wildcards) capture every `<prefix>.a.b.c.d` we publish? */
+export function capturesEvents(pattern: string, prefix: string): boolean {
+  const p = pattern.split('.')
+  const t = prefix.split('.')
+  const length = t.length + 4
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return true
+    if (i >= length) return false
+    if (p[i] !== '*' && (i >= t.length || p[i] !== t[i])) return false
+  }
+  return p.length === length
+}

@@ -2,7 +2,7 @@ import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStream
 import { Kvm, type KV } from '@nats-io/kv'
 import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
-import { STATE_BUCKET, type NatsSettings } from './config.js'
+import { capturesEvents, STATE_BUCKET, type NatsSettings } from './config.js'
 import type { ItemEvent, OutgoingMessage, SnapshotMarker } from './encode.js'
 import type { PublishedMessage, StateEntry } from './state.js'
 
@@ -59,19 +59,6 @@ export async function forEachBounded<T>(items: readonly T[], limit: number, fn: 
   }
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
   if (failure !== undefined) throw failure.err
-}
-
-/** Does a stream subject (possibly with wildcards) capture every `<prefix>.a.b.c.d` we publish? */
-export function capturesEvents(pattern: string, prefix: string): boolean {
-  const p = pattern.split('.')
-  const t = prefix.split('.')
-  const length = t.length + 4
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === '>') return true
-    if (i >= length) return false
-    if (p[i] !== '*' && (i >= t.length || p[i] !== t[i])) return false
-  }
-  return p.length === length
 }
 
 /** NATS I/O: the connection, the stream, the state bucket. No diffing or encoding here. */
