@@ -7,7 +7,7 @@ import { ROOT } from './metacontroller.js'
 // environment overrides name). The scripts own the layout (tools cache, version keys,
 // overrides) and print it with --print-paths; the tests only read it.
 
-export type ToolScript = 'install-helm.sh' | 'install-kube.sh' | 'install-versitygw.sh' | 'install-kafka.sh'
+export type ToolScript = 'install-helm.sh' | 'install-kube.sh' | 'install-versitygw.sh' | 'install-kafka.sh' | 'install-actionlint.sh'
 
 /** NAME=path lines of `scripts/<script> --print-paths`, as a record. */
 export function toolPaths(script: ToolScript): Record<string, string> {
