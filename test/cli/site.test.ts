@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
-import { resolveConfig, type DefaultTheme } from 'vitepress'
+import { createMarkdownRenderer, resolveConfig, type DefaultTheme } from 'vitepress'
 import { ROOT } from '../support/metacontroller.js'
 
 // The documentation site's config, as VitePress resolves it (no build: CI's docs:build does that).
@@ -43,4 +43,20 @@ test('the site builds into docs/.vitepress/dist with the dead-link check on', as
   const site = await resolveConfig(docsDir, 'build', 'production')
   assert.equal(site.outDir, path.join(docsDir, '.vitepress', 'dist'))
   assert.ok(!site.ignoreDeadLinks, 'dead internal links must fail docs:build')
+})
+
+test('links from docs pages to repository files point at the repository, and a link to a missing file fails the build', async () => {
+  const site = await resolveConfig(docsDir, 'build', 'production')
+  const md = await createMarkdownRenderer(site.srcDir, site.markdown, site.site.base, site.logger)
+  const render = (src: string, page = 'concepts.md'): string => {
+    const file = path.join(docsDir, page)
+    return md.render(src, { path: file, realPath: file, relativePath: page, cleanUrls: false })
+  }
+  const repo = /href="(https:\/\/[^"]+)\/blob\/main\/README\.md#settings"/.exec(render('[settings](../README.md#settings)'))
+  assert.ok(repo, 'a link to ../README.md becomes the README on the repository host, anchor kept')
+  assert.match(render('[crs](../examples/crs)'), new RegExp(`href="${repo[1]}/tree/main/examples/crs"`), 'a folder is a tree link')
+  assert.throws(() => render('[gone](../examples/crs/no-such-file.yaml)'), /examples\/crs\/no-such-file\.yaml is not in the repository/)
+  assert.throws(() => render('[gone](no-such-asset.svg)'), /docs\/no-such-asset\.svg is not in the repository/)
+  // Links between pages are VitePress's own dead-link check; they stay relative.
+  assert.match(render('[ops](operations.md#metrics)'), /href="\.\/operations\.html#metrics"/)
 })
