@@ -1,7 +1,7 @@
 // The documentation site: `npm run docs:build` (VitePress, dead internal links fail the build).
 // KOLLECT_DOCS_BASE sets the base path (GitHub Pages serves a project site under /<repo>/);
 // KOLLECT_DOCS_REPO overrides the repository address that links to non-docs files point to.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitepress'
@@ -11,7 +11,8 @@ import { rewrites, sidebar } from './sidebar'
 const docsDir = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 const repoRoot = path.resolve(docsDir, '..')
 
-// package.json `repository` when it names one, else the project's one address.
+// package.json `repository` when it names one. Until it does, this one constant is the address
+// (this TypeScript Kollect has no published repository yet; konih/kollect is the Go original).
 function repositoryUrl(): string {
   const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { repository?: string | { url?: string } }
   const declared = typeof pkg.repository === 'string' ? pkg.repository : pkg.repository?.url
@@ -46,6 +47,7 @@ export default defineConfig({
       { text: 'Walkthrough', link: '/walkthrough' },
       { text: 'Reference', link: '/crd-reference' },
       { text: 'Operations', link: '/operations' },
+      ...(existsSync(path.join(docsDir, 'adr', 'README.md')) ? [{ text: 'ADRs', link: '/adr/' }] : []),
     ],
     sidebar: sidebar(docsDir),
     outline: [2, 3],
