@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'charts/**', '.cache/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'charts/**', '.cache/**', 'docs/.vitepress/dist/**', 'docs/.vitepress/cache/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   // V8's linear-time engine flag ('l') is enabled at runtime in hooks/cel.ts.

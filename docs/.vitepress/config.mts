@@ -1,0 +1,59 @@
+// The documentation site: `npm run docs:build` (VitePress, dead internal links fail the build).
+// KOLLECT_DOCS_BASE sets the base path (GitHub Pages serves a project site under /<repo>/);
+// KOLLECT_DOCS_REPO overrides the repository address that links to non-docs files point to.
+import { existsSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { defineConfig } from 'vitepress'
+import { repoLinks } from './repo-links'
+import { rewrites, sidebar } from './sidebar'
+
+const docsDir = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
+const repoRoot = path.resolve(docsDir, '..')
+
+// package.json `repository` when it names one. Until it does, this one constant is the address
+// (this TypeScript Kollect has no published repository yet; konih/kollect is the Go original).
+function repositoryUrl(): string {
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { repository?: string | { url?: string } }
+  const declared = typeof pkg.repository === 'string' ? pkg.repository : pkg.repository?.url
+  const url = process.env.KOLLECT_DOCS_REPO ?? declared ?? 'https://github.com/kollect-dev/kollect'
+  return url.replace(/^git\+/, '').replace(/\.git$/, '').replace(/\/+$/, '')
+}
+
+function basePath(): string {
+  const base = process.env.KOLLECT_DOCS_BASE ?? '/'
+  return `/${base}/`.replace(/\/+/g, '/')
+}
+
+const repoUrl = repositoryUrl()
+const siteRewrites = rewrites(docsDir)
+
+export default defineConfig({
+  title: 'Kollect',
+  description: 'Live Kubernetes state as a durable, queryable, diffable inventory: Metacontroller hooks plus an exporter.',
+  base: basePath(),
+  srcDir: '.',
+  outDir: '.vitepress/dist',
+  cacheDir: '.vitepress/cache',
+  rewrites: siteRewrites,
+  lastUpdated: false,
+  markdown: {
+    config: (md) => repoLinks(md, { repoRoot, docsDir, repoUrl, branch: 'main', rewrites: siteRewrites }),
+  },
+  themeConfig: {
+    nav: [
+      { text: 'Quick start', link: '/quick-start' },
+      { text: 'Concepts', link: '/concepts' },
+      { text: 'Walkthrough', link: '/walkthrough' },
+      { text: 'Reference', link: '/crd-reference' },
+      { text: 'Operations', link: '/operations' },
+      ...(existsSync(path.join(docsDir, 'adr', 'README.md')) ? [{ text: 'ADRs', link: '/adr/' }] : []),
+    ],
+    sidebar: sidebar(docsDir),
+    outline: [2, 3],
+    search: { provider: 'local' },
+    socialLinks: [{ icon: 'github', link: repoUrl }],
+    editLink: { pattern: `${repoUrl}/edit/main/docs/:path`, text: 'Edit this page' },
+    footer: { message: 'MIT licensed. API kollect.dev/v1alpha1 (pre-beta).' },
+  },
+})
