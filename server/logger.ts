@@ -1,16 +1,31 @@
 import { pino, type Logger } from 'pino'
+import pretty from 'pino-pretty'
 
 export type { Logger }
 
+/** KOLLECT_LOG_FORMAT: `auto` is pretty on a terminal and JSON otherwise (pods, pipes, files). */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
+
+/** Route option for probes and scrapes: a kubelet or Prometheus calls them every few seconds. */
+export const QUIET_ROUTE = { logLevel: 'debug' } as const
+
+export function usesPretty(format: LogFormat, stdoutIsTTY = process.stdout.isTTY === true): boolean {
+  return format === 'pretty' || (format === 'auto' && stdoutIsTTY)
+}
+
 // One logger for the process. Anything that may carry a credential is censored by path, and
-// request bodies are never logged (they hold whole cluster objects).
-export function createLogger(level: string, name: string): Logger {
-  return pino({
+// request bodies are never logged (they hold whole cluster objects). Pretty printing is
+// synchronous to stdout, so a fatal line before exit is not lost.
+export function createLogger(level: string, name: string, format: LogFormat = 'auto'): Logger {
+  const options = {
     name,
     level,
     redact: {
       paths: ['req.headers.authorization', 'headers.authorization', '*.password', '*.token', '*.dsn', 'credentials', '*.credentials'],
       censor: '[redacted]',
     },
-  })
+  }
+  if (!usesPretty(format)) return pino(options)
+  return pino(options, pretty({ sync: true, colorize: process.stdout.isTTY === true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' }))
 }
