@@ -6,7 +6,7 @@ import { KollectError, errorBody } from './errors.js'
 import { inventoryCompositionSchema, removedTargetSchema, resolvedSinkSchema, targetReportSchema } from './exporter-schemas.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { jsonBodyParser } from './json-depth.js'
-import { QUIET_ROUTE, type Logger } from './logger.js'
+import { QUIET_ROUTE, QuietProbes, type Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 
 // The exporter sidecar's API: the hooks container is its only client, over loopback, with the
@@ -50,6 +50,7 @@ export function reportBodyLimit(namespaceShareBytes: number): number {
 export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
+    logController: new QuietProbes(),
     bodyLimit: deps.bodyLimit,
     ...HTTP_TIMEOUTS,
     // As the hooks: no coercion, nothing removed, and no CRD default filled into a sink spec, so

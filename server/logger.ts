@@ -1,3 +1,4 @@
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino, type Logger } from 'pino'
 import pretty from 'pino-pretty'
 
@@ -8,7 +9,25 @@ export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const
 export type LogFormat = (typeof LOG_FORMATS)[number]
 
 /** Route option for probes and scrapes: a kubelet or Prometheus calls them every few seconds. */
-export const QUIET_ROUTE = { logLevel: 'debug' } as const
+export const QUIET_ROUTE = { config: { quiet: true } }
+
+const quiet = (request: FastifyRequest) => (request.routeOptions.config as { quiet?: boolean } | undefined)?.quiet === true
+
+/**
+ * Fastify's `incoming request` and `request completed` lines at debug instead of info for the
+ * QUIET_ROUTE routes (a failure still logs at error); pass a new one as Fastify's `logController`.
+ */
+export class QuietProbes extends LogController {
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (!quiet(request)) return super.incomingRequest(request, reply, metadata)
+    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (error || !quiet(request)) return super.requestCompleted(error, request, reply, metadata)
+    if (!this.isLogDisabled(request)) reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed')
+  }
+}
 
 export function usesPretty(format: LogFormat, stdoutIsTTY = process.stdout.isTTY === true): boolean {
   return format === 'pretty' || (format === 'auto' && stdoutIsTTY)
