@@ -4,6 +4,7 @@ import path from 'node:path'
 import { DEFAULT_LIMITS, type ExpressionLimits } from '../hooks/limits.js'
 import type { HookAuth } from './auth.js'
 import type { LeaseSettings } from './leader.js'
+import { LOG_FORMATS, type LogFormat } from './logger.js'
 
 export interface Config {
   port: number
@@ -23,6 +24,8 @@ export interface Config {
   hubConfigFile: string
   allowPrivateSinks: boolean
   logLevel: string
+  /** KOLLECT_LOG_FORMAT: pretty on a terminal (auto), JSON otherwise. */
+  logFormat: LogFormat
   maxInflightRequests: number
   maxInflightBytes: number
   limits: ExpressionLimits
@@ -73,6 +76,12 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (/^(1|true|yes)$/i.test(raw)) return true
   if (/^(0|false|no)$/i.test(raw)) return false
   throw new Error(`${name} must be true or false, got ${JSON.stringify(raw)}`)
+}
+
+function logFormat(env: Env): LogFormat {
+  const raw = env['KOLLECT_LOG_FORMAT'] || 'auto'
+  if (!(LOG_FORMATS as readonly string[]).includes(raw)) throw new Error(`KOLLECT_LOG_FORMAT must be ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(raw)}`)
+  return raw as LogFormat
 }
 
 /** client-go's defaults (15s, 10s, 2s) and its constraint: duration > renew deadline > retry period. */
@@ -162,6 +171,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     hubConfigFile: env['KOLLECT_HUB_CONFIG'] ?? '/etc/kollect/hub.yaml',
     allowPrivateSinks: bool(env, 'KOLLECT_ALLOW_PRIVATE_SINKS', defaults.allowPrivateSinks ?? false),
     logLevel: env['KOLLECT_LOG_LEVEL'] ?? defaults.logLevel ?? 'info',
+    logFormat: logFormat(env),
     // Metacontroller runs 5 workers per controller and Kollect has 4 controllers: an ordinary
     // resync never has more than 20 hooks in flight.
     maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 20),

@@ -6,7 +6,7 @@ import { KollectError, errorBody } from './errors.js'
 import { inventoryCompositionSchema, removedTargetSchema, resolvedSinkSchema, targetReportSchema } from './exporter-schemas.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { jsonBodyParser } from './json-depth.js'
-import type { Logger } from './logger.js'
+import { QUIET_ROUTE, QuietProbes, type Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 
 // The exporter sidecar's API: the hooks container is its only client, over loopback, with the
@@ -50,6 +50,7 @@ export function reportBodyLimit(namespaceShareBytes: number): number {
 export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
+    logController: new QuietProbes(),
     bodyLimit: deps.bodyLimit,
     ...HTTP_TIMEOUTS,
     // As the hooks: no coercion, nothing removed, and no CRD default filled into a sink spec, so
@@ -82,13 +83,13 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn', schema: { body: composition } }, async (req) => e.applyInventory(req.body))
   app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn', schema: { body: composition } }, async (req) => e.finalizeInventory(req.body))
   app.post<{ Body: ResolvedSink }>(EXPORTER_ROUTES.checkSink, { logLevel: 'warn', schema: { body: resolvedSinkSchema() } }, async (req) => e.checkSink(req.body))
-  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get('/healthz', QUIET_ROUTE, async () => ({ status: 'ok' }))
   // A standby is alive and takes reports, but it is not the exporter that writes.
-  app.get('/readyz', async (_request, reply) => {
+  app.get('/readyz', QUIET_ROUTE, async (_request, reply) => {
     const ok = deps.ready?.() ?? true
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'standby' })
   })
-  app.get('/metrics', async (_request, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()))
+  app.get('/metrics', QUIET_ROUTE, async (_request, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()))
   return app
 }
 

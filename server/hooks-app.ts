@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
-import type { Logger } from './logger.js'
+import { QuietProbes, type Logger } from './logger.js'
 import { errorMapping } from './plugins/errors.js'
 import { extraction } from './plugins/extraction.js'
 import { guard } from './plugins/guard.js'
@@ -24,6 +24,7 @@ export interface HooksDeps extends HookRouteDeps, ProbeDeps {
 export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
+    logController: new QuietProbes(),
     bodyLimit: 1024 * 1024,
     genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : randomUUID()),
     ...HTTP_TIMEOUTS,

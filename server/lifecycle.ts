@@ -11,10 +11,10 @@ export function configure(name: string, env: Record<string, string | undefined> 
   try {
     config = loadConfig(env, defaults)
   } catch (err) {
-    createLogger('info', name).fatal(`invalid configuration: ${(err as Error).message}`)
+    createLogger('info', name, 'json').fatal(`invalid configuration: ${(err as Error).message}`)
     process.exit(1)
   }
-  const logger = createLogger(config.logLevel, name)
+  const logger = createLogger(config.logLevel, name, config.logFormat)
   if (config.hookAuth.mode === 'none') logger.warn({ reason: config.hookAuth.reason }, 'hook authentication is disabled')
   return { config, logger }
 }
@@ -52,4 +52,22 @@ export function onShutdown(logger: Logger, apps: FastifyInstance[], drain: () =>
 /** Nothing a request carries may crash the process; an unexpected rejection is logged, not fatal. */
 export function guardProcess(logger: Logger): void {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'))
+}
+
+/**
+ * A local run dies with whatever started it: killing `npm start` (even with SIGKILL, which npm
+ * cannot forward) must not leave a server holding the port. The start script execs node, so
+ * npm is the parent; when it goes, the kernel reparents us and process.ppid changes. Polled,
+ * because no signal or event reports a parent's death portably.
+ */
+export function exitWithParent(logger: Logger, intervalMs = 500): void {
+  const parent = process.ppid
+  if (parent <= 1) return
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return
+    clearInterval(timer)
+    logger.warn({ parent }, 'the parent process exited; shutting down')
+    process.kill(process.pid, 'SIGTERM')
+  }, intervalMs)
+  timer.unref()
 }

@@ -2,7 +2,7 @@
 // It starts hooks + exporter in this process, sends the example hook requests exactly as
 // Metacontroller would, waits for the debounced export and prints the resulting Git history.
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { InventoryStatus, ProfileStatus, SinkStatus, TargetStatus } from '../api/types.js'
@@ -15,8 +15,14 @@ import { createMetrics } from './metrics.js'
 import { enableLinearRegExps } from './regexp-engine.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+// Its own data directory, emptied on every run: the history it prints is always the same two
+// commits, and npm start's (./.data/dev) never starts from the demo's state. KOLLECT_DATA_DIR is
+// ignored on purpose, so the demo never empties a directory someone else set.
+const dataDir = path.resolve('.data', 'demo')
+rmSync(dataDir, { recursive: true, force: true })
 // Nothing listens (requests go through app.inject); with no token set, the hooks run open, as npm start does.
-const { config, logger } = configure('kollect-demo', { ...process.env, KOLLECT_LOG_LEVEL: process.env['KOLLECT_LOG_LEVEL'] ?? 'warn' }, { host: '127.0.0.1', port: 0, allowPrivateSinks: true, loopbackAuth: 'none' })
+const env = { ...process.env, KOLLECT_DATA_DIR: dataDir, KOLLECT_LOG_LEVEL: process.env['KOLLECT_LOG_LEVEL'] ?? 'warn' }
+const { config, logger } = configure('kollect-demo', env, { host: '127.0.0.1', port: 0, allowPrivateSinks: true, loopbackAuth: 'none' })
 enableLinearRegExps()
 const metrics = createMetrics()
 const exporter = createExporter(config, logger, metrics)

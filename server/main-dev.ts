@@ -1,15 +1,16 @@
 // npm start: hooks and exporter in one process, with the embedded default sink (a local Git
-// repository under KOLLECT_DATA_DIR). No cluster and no external server needed.
+// repository under KOLLECT_DATA_DIR, default ./.data/dev: the demo keeps its own, ./.data/demo).
+// No cluster and no external server needed. It exits with the npm that started it.
 import { createPluralResolver } from './discovery.js'
 import { createExporter, drainExporter } from './exporter-wiring.js'
 import { buildHooksApp } from './hooks-app.js'
 import { loadKubeConfig } from './kube.js'
-import { configure, guardProcess, onShutdown } from './lifecycle.js'
+import { configure, exitWithParent, guardProcess, onShutdown } from './lifecycle.js'
 import { createMetrics } from './metrics.js'
 import { enableLinearRegExps } from './regexp-engine.js'
 
 // On loopback and with no token set, hooks run without authentication (logged at warn).
-const { config, logger } = configure('kollect', process.env, { host: '127.0.0.1', allowPrivateSinks: true, loopbackAuth: 'none' })
+const { config, logger } = configure('kollect', process.env, { host: '127.0.0.1', dataDir: '.data/dev', allowPrivateSinks: true, loopbackAuth: 'none' })
 guardProcess(logger)
 enableLinearRegExps()
 const metrics = createMetrics()
@@ -20,3 +21,4 @@ const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlur
 await app.listen({ port: config.port, host: config.host })
 logger.info({ dataDir: config.dataDir, repo: `${config.dataDir}/repo` }, 'kollect is running (hooks + exporter, embedded default sink)')
 onShutdown(logger, [app], () => drainExporter(exporter, config.shutdownGraceMs, logger), config.shutdownGraceMs)
+exitWithParent(logger)

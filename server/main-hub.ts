@@ -11,7 +11,7 @@ import { createLogger } from './logger.js'
 export async function runHub(env: Record<string, string | undefined> = process.env): Promise<void> {
   // Hook authentication does not apply: no hook route is served.
   const config = loadConfig({ ...env, KOLLECT_HOOK_AUTH: 'none' })
-  const logger = createLogger(config.logLevel, 'kollect-hub')
+  const logger = createLogger(config.logLevel, 'kollect-hub', config.logFormat)
   const metrics = createHubMetrics()
   const hub = new Hub({
     config: loadHubConfig(config.hubConfigFile),

@@ -1,0 +1,71 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { loadConfig } from '../../server/config.js'
+import { usesPretty } from '../../server/logger.js'
+import { startKollectProcess, type KollectProcess } from '../support/kollect-process.js'
+import { get, post } from '../support/hooks-server.js'
+import { ROOT } from '../support/metacontroller.js'
+import { pollUntil } from '../support/process.js'
+
+// npm start's logs: a kubelet's probes and Prometheus' scrapes every few seconds must not bury
+// the hook requests at info, and a terminal gets readable lines while pods keep JSON.
+
+const PROBES = ['/healthz', '/readyz', '/metrics']
+
+function output(k: KollectProcess): string {
+  return readFileSync(path.join(k.dataDir, 'server.log'), 'utf8')
+}
+
+interface Line {
+  level: number
+  msg: string
+  reqId?: string
+  req?: { url: string }
+}
+
+test('probes and /metrics scrapes log at debug, hook requests at info; JSON when stdout is no terminal', { timeout: 60_000 }, async () => {
+  const k = await startKollectProcess({ KOLLECT_LOG_LEVEL: 'debug', KOLLECT_LOG_FORMAT: '' })
+  try {
+    for (const url of PROBES) assert.equal((await get(k.url + url)).status, 200, url)
+    const hook = await post(`${k.url}/hooks/targets/sync`, readFileSync(path.join(ROOT, 'examples', 'requests', 'target-sync.json')), { 'content-type': 'application/json' })
+    assert.equal(hook.status, 200)
+    const lines = () => output(k).trim().split('\n').map((l) => JSON.parse(l) as Line)
+    const hookIds = () => new Set(lines().filter((l) => l.req?.url === '/hooks/targets/sync').map((l) => l.reqId))
+    await pollUntil('the hook request logged as completed', async () => lines().some((l) => l.msg === 'request completed' && hookIds().has(l.reqId)), { timeoutMs: 10_000, proc: k.proc })
+
+    const all = lines()
+    const probeIds = new Set(all.filter((l) => PROBES.includes(l.req?.url ?? '')).map((l) => l.reqId))
+    assert.ok(probeIds.size >= PROBES.length, `every probe is still logged, at debug: ${[...probeIds].length}`)
+    const probeLines = all.filter((l) => probeIds.has(l.reqId))
+    assert.deepEqual([...new Set(probeLines.map((l) => l.level))], [20], JSON.stringify(probeLines.slice(0, 4)))
+    const hookLines = all.filter((l) => hookIds().has(l.reqId) && /^(incoming request|request completed)$/.test(l.msg))
+    assert.deepEqual(hookLines.map((l) => [l.msg, l.level]), [['incoming request', 30], ['request completed', 30]])
+  } finally {
+    await k.close()
+  }
+})
+
+test('KOLLECT_LOG_FORMAT=pretty prints readable lines, not JSON', { timeout: 60_000 }, async () => {
+  const k = await startKollectProcess({ KOLLECT_LOG_LEVEL: 'info', KOLLECT_LOG_FORMAT: 'pretty' })
+  try {
+    const text = output(k)
+    const running = text.split('\n').find((l) => l.includes('kollect is running'))
+    assert.ok(running, text)
+    assert.match(running, /INFO/)
+    assert.throws(() => JSON.parse(running))
+  } finally {
+    await k.close()
+  }
+})
+
+test('KOLLECT_LOG_FORMAT: auto is pretty on a terminal only; anything else is refused at start', () => {
+  assert.equal(usesPretty('auto', true), true)
+  assert.equal(usesPretty('auto', false), false)
+  assert.equal(usesPretty('json', true), false)
+  assert.equal(usesPretty('pretty', false), true)
+  assert.equal(loadConfig({ HOST: '127.0.0.1', KOLLECT_HOOK_AUTH: 'none' }).logFormat, 'auto')
+  assert.equal(loadConfig({ HOST: '127.0.0.1', KOLLECT_HOOK_AUTH: 'none', KOLLECT_LOG_FORMAT: 'json' }).logFormat, 'json')
+  assert.throws(() => loadConfig({ KOLLECT_HOOK_AUTH: 'none', KOLLECT_LOG_FORMAT: 'fancy' }), /KOLLECT_LOG_FORMAT must be auto, json, pretty, got "fancy"/)
+})

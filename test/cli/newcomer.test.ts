@@ -1,0 +1,119 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseAllDocuments } from 'yaml'
+import { ROOT } from '../support/metacontroller.js'
+
+// Traps a newcomer met on a fresh clone (issue 14): each stays gone.
+
+function trackedFiles(): string[] {
+  const r = spawnSync('git', ['-C', ROOT, 'ls-files', '-z'], { encoding: 'utf8' })
+  assert.equal(r.status, 0, r.stderr)
+  return r.stdout.split('\0').filter((f) => f !== '')
+}
+
+test('no doc, chart note or script passes a list to --set unquoted (bash brace-expands name={a,b})', () => {
+  // Outside test/: the tests hand helm its arguments without a shell.
+  const files = trackedFiles().filter((f) => /\.(md|txt|ya?ml|sh|tpl)$/.test(f) && !f.startsWith('test/'))
+  assert.ok(files.includes('README.md') && files.includes('charts/kollect/templates/NOTES.txt'), 'the scan sees the docs')
+  const unquoted = /(^|[^'"\w.-])[\w.-]+=\{[^}\s]*,[^}\s]*\}/
+  const found: string[] = []
+  let quoted = 0
+  for (const file of files) {
+    readFileSync(path.join(ROOT, file), 'utf8').split('\n').forEach((line, i) => {
+      if (unquoted.test(line)) found.push(`${file}:${i + 1}: ${line.trim()}`)
+      if (line.includes(`'watchNamespaces={team-a,team-b}'`)) quoted++
+    })
+  }
+  assert.deepEqual(found, [], 'quote it: --set \'watchNamespaces={team-a,team-b}\'')
+  assert.ok(quoted >= 2, 'the README and the chart show the quoted form')
+  assert.equal(unquoted.test("--set watchNamespaces={team-a,team-b}"), true, 'the pattern finds the trap')
+})
+
+interface Resource {
+  kind?: string
+  metadata?: { name?: string; namespace?: string }
+}
+
+/** Every resource a kustomization applies, following directory entries (no kubectl needed). */
+function kustomize(dir: string): Resource[] {
+  const k = parseAllDocuments(readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8'))[0]!.toJS() as { resources: string[] }
+  return k.resources.flatMap((entry) => {
+    const file = path.join(dir, entry)
+    if (!/\.ya?ml$/.test(entry)) return kustomize(file)
+    return parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as Resource)
+  })
+}
+
+test('kubectl apply -k examples/quickstart creates every namespace its resources use', () => {
+  const resources = kustomize(path.join(ROOT, 'examples', 'quickstart'))
+  const created = new Set(resources.filter((r) => r.kind === 'Namespace').map((r) => r.metadata?.name))
+  const used = new Set(resources.map((r) => r.metadata?.namespace).filter((n) => n !== undefined))
+  assert.ok(used.has('team-a') && resources.some((r) => r.kind === 'KollectInventory'), 'it applies the examples in team-a')
+  for (const ns of used) assert.ok(created.has(ns), `namespace ${ns} is used but not created`)
+  // And every example CR is in it: the quick start is examples/crs plus its namespace.
+  assert.equal(resources.length, kustomize(path.join(ROOT, 'examples', 'crs')).length + created.size)
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  assert.match(readme, /^kubectl apply -k examples\/quickstart$/m)
+})
+
+/** A fake tool: an executable that does nothing. */
+function fake(file: string): string {
+  mkdirSync(path.dirname(file), { recursive: true })
+  writeFileSync(file, '#!/bin/sh\n')
+  chmodSync(file, 0o755)
+  return file
+}
+
+/** install-deps.sh --check with only `env` (PATH holds no tool: nothing is found by accident). */
+function check(env: Record<string, string>) {
+  const r = spawnSync('/bin/bash', [path.join(ROOT, 'scripts', 'install-deps.sh'), '--check'], { encoding: 'utf8', env: { PATH: '/nonexistent', ...env } })
+  const would = /^would install: (.*)$/m.exec(r.stdout)?.[1]
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, would: would === undefined ? undefined : would.split(' ') }
+}
+
+test('install-deps.sh installs nothing an environment variable already points at, and refuses one that points at nothing', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'kollect-deps-'))
+  try {
+    const pgBin = path.join(dir, 'pg')
+    for (const tool of ['initdb', 'pg_ctl', 'postgres']) fake(path.join(pgBin, tool))
+    mkdirSync(path.join(dir, 'kafka-lib'))
+    const prebuilt: Record<string, string> = {
+      PG_BIN: pgBin,
+      NATS_SERVER: fake(path.join(dir, 'bin', 'nats-server')),
+      JAVA: fake(path.join(dir, 'bin', 'java')),
+      KOLLECT_KAFKA_LIB: path.join(dir, 'kafka-lib'),
+      HELM: fake(path.join(dir, 'bin', 'helm')),
+      KOLLECT_KUBE_APISERVER: fake(path.join(dir, 'bin', 'kube-apiserver')),
+      KOLLECT_ETCD: fake(path.join(dir, 'bin', 'etcd')),
+      VERSITYGW: fake(path.join(dir, 'bin', 'versitygw')),
+      ACTIONLINT: fake(path.join(dir, 'bin', 'actionlint')),
+    }
+
+    const none = check({ PG_BIN: pgBin })
+    assert.equal(none.status, 0, none.stderr)
+    for (const pkg of ['git', 'nats-server', 'openjdk-17-jre-headless', 'maven', 'openssl', 'golang-go']) assert.ok(none.would?.includes(pkg), `${pkg}: ${none.stdout}`)
+
+    const all = check(prebuilt)
+    assert.equal(all.status, 0, all.stderr)
+    // Only what no variable stands for; each variable is reported as used.
+    assert.deepEqual(all.would, ['git', 'openssl'], all.stdout)
+    for (const [name, value] of Object.entries(prebuilt)) assert.ok(all.stdout.includes(`using ${name}=${value}\n`), `${name}: ${all.stdout}`)
+
+    // Go builds any Go tool not given: all but one still need it.
+    const { VERSITYGW: _versitygw, ...allButOne } = prebuilt
+    assert.ok(check(allButOne).would?.includes('golang-go'))
+
+    for (const [name, value] of [['PG_BIN', dir], ['NATS_SERVER', path.join(dir, 'missing')], ['KOLLECT_KAFKA_LIB', path.join(dir, 'missing')], ['HELM', path.join(dir, 'kafka-lib')], ['KOLLECT_ETCD', path.join(dir, 'missing')]] as const) {
+      const r = check({ ...prebuilt, [name]: value })
+      assert.equal(r.status, 1, `${name}=${value}: ${r.stdout}`)
+      assert.match(r.stderr, new RegExp(`install-deps: ${name}=${value.replaceAll('/', '\\/')}: `), name)
+      assert.equal(r.would, undefined, 'nothing is installed after a bad variable')
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
