@@ -1,15 +1,17 @@
-// The CRD upgrade path of docs/upgrading.md against a real kube-apiserver: the CRDs of the first
-// release (test/fixtures/crds-c3669b1), CRs of every kind made under them, then today's CRDs
-// applied over them server-side, once from charts/kollect/crds/ (`kubectl apply --server-side
-// --force-conflicts`) and once as the chart renders them with crds.install=true. Afterwards the
-// old CRs are still served as written, their status is still writable, and the new schema
-// (defaults, validation) applies. Each path gets its own control plane, so neither sees the other.
+// The CRD upgrade paths of docs/upgrading.md against a real kube-apiserver: the CRDs of the first
+// release (test/fixtures/crds-c3669b1), CRs of every kind made under them, then today's CRDs over
+// them: from charts/kollect/crds/ by server-side apply (`kubectl apply --server-side
+// --force-conflicts`), as the chart renders them with crds.install=true applied the same way, and
+// by a real `helm upgrade` of a release that installed the old CRDs with crds.install=true.
+// Afterwards the old CRs are still served as written, their status is still writable, and the new
+// schema (defaults, validation) applies. Each path gets its own control plane.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync } from 'node:fs'
+import { copyFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parse as parseYaml, parseAllDocuments } from 'yaml'
-import { templatedCrds } from '../support/helm.js'
+import { CHART, runHelm, templatedCrds } from '../support/helm.js'
 import { startControlPlane, type ControlPlane, type RawResponse } from '../support/kube-apiserver.js'
 import { ROOT } from '../support/metacontroller.js'
 
@@ -37,9 +39,9 @@ interface Crd {
   spec: { versions: { name: string; schema: unknown }[] }
 }
 
-const yamlFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.yaml') && f !== 'crs.yaml').sort().map((f) => path.join(dir, f))
+const crdFiles = (dir: string) => readdirSync(dir).filter((f) => /^kollect\.dev_.*\.yaml$/.test(f)).sort().map((f) => path.join(dir, f))
 const oldCrs = parseAllDocuments(readFileSync(path.join(OLD_DIR, 'crs.yaml'), 'utf8')).map((d) => d.toJS() as Cr | null).filter((cr): cr is Cr => cr !== null)
-const newCrds = yamlFiles(NEW_DIR).map((f) => parseYaml(readFileSync(f, 'utf8')) as Crd)
+const newCrds = crdFiles(NEW_DIR).map((f) => parseYaml(readFileSync(f, 'utf8')) as Crd)
 
 const crPath = (kind: string, name?: string) => `${NS}/${PLURAL[kind]}${name === undefined ? '' : `/${name}`}`
 const mergePatch = { 'content-type': 'application/merge-patch+json' }
@@ -63,14 +65,76 @@ const s3Sink = {
   spec: { type: 's3', secretRef: { name: 's3-creds' }, s3: { bucket: 'inventory' } },
 }
 
-const UPGRADES: { how: string; apply: (cp: ControlPlane) => Promise<unknown> }[] = [
+interface Upgrade {
+  how: string
+  /** Puts the old CRDs in place; default: server-side apply of the fixture's files. */
+  install?: (cp: ControlPlane) => Promise<unknown>
+  upgrade: (cp: ControlPlane) => Promise<unknown>
+  /** Asserted last, after the shared tests. */
+  afterwards?: { what: string; check: (cp: ControlPlane) => Promise<void> }
+}
+
+const applyOldCrds = async (cp: ControlPlane) => {
+  for (const f of crdFiles(OLD_DIR)) await cp.applyYaml(f)
+}
+
+// A release of the chart as of c3669b1's CRDs: today's chart with the fixture in crds/. No
+// CompositeControllers: this API server has no Metacontroller CRDs.
+const RELEASE = ['kollect', '--namespace', 'kollect-system', '--set', 'crds.install=true', '--set', 'compositeControllers.enabled=false']
+let oldChart = ''
+const helm = (cp: ControlPlane, args: string[]) => runHelm([...args, '--kubeconfig', cp.kubeconfigPath])
+const crdObject = async (cp: ControlPlane, name: string) => {
+  const r = await cp.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`)
+  ok(r, name)
+  return r.json<Crd & { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }>()
+}
+
+const UPGRADES: Upgrade[] = [
   {
     how: 'kubectl apply --server-side --force-conflicts -f charts/kollect/crds/',
-    apply: async (cp) => {
-      for (const f of yamlFiles(NEW_DIR)) await cp.applyYaml(f)
+    upgrade: async (cp) => {
+      for (const f of crdFiles(NEW_DIR)) await cp.applyYaml(f)
     },
   },
-  { how: 'the CRDs helm renders with crds.install=true, applied the same way', apply: (cp) => cp.applyYaml(templatedCrds()) },
+  { how: 'the CRDs helm renders with crds.install=true, applied the same way', upgrade: (cp) => cp.applyYaml(templatedCrds()) },
+  {
+    how: 'helm install --skip-crds --set crds.install=true, then helm upgrade',
+    install: async (cp) => {
+      oldChart = mkdtempSync(path.join(tmpdir(), 'kollect-chart-c3669b1-'))
+      cpSync(CHART, oldChart, { recursive: true })
+      for (const f of crdFiles(path.join(oldChart, 'crds'))) rmSync(f)
+      for (const f of crdFiles(OLD_DIR)) copyFileSync(f, path.join(oldChart, 'crds', path.basename(f)))
+      // Forgetting --skip-crds: crds/ creates the CRDs unowned, and Helm will not adopt them.
+      const refused = helm(cp, ['install', ...RELEASE, '--create-namespace', oldChart])
+      assert.notEqual(refused.status, 0, 'helm install with crds.install=true and without --skip-crds')
+      assert.match(refused.stderr, /invalid ownership metadata/)
+      // The hand-over docs/upgrading.md gives (kubectl label and annotate), then the install as documented.
+      for (const f of crdFiles(OLD_DIR)) {
+        const name = (parseYaml(readFileSync(f, 'utf8')) as Crd).metadata.name
+        const metadata = { labels: { 'app.kubernetes.io/managed-by': 'Helm' }, annotations: { 'meta.helm.sh/release-name': 'kollect', 'meta.helm.sh/release-namespace': 'kollect-system' } }
+        ok(await cp.request('PATCH', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, { body: { metadata }, headers: mergePatch }), `adopt ${name}`)
+      }
+      const installed = helm(cp, ['install', ...RELEASE, '--create-namespace', '--skip-crds', oldChart])
+      assert.equal(installed.status, 0, `helm install --skip-crds:\n${installed.stderr}`)
+      for (const crd of newCrds) assert.equal((await crdObject(cp, crd.metadata.name)).metadata.annotations?.['helm.sh/resource-policy'], 'keep', crd.metadata.name)
+    },
+    upgrade: async (cp) => {
+      const r = helm(cp, ['upgrade', ...RELEASE, CHART])
+      assert.equal(r.status, 0, `helm upgrade:\n${r.stderr}`)
+    },
+    afterwards: {
+      what: 'helm uninstall keeps the CRDs (resource-policy keep) and so every CR',
+      check: async (cp) => {
+        const r = helm(cp, ['uninstall', 'kollect', '--namespace', 'kollect-system'])
+        assert.equal(r.status, 0, `helm uninstall:\n${r.stderr}`)
+        assert.match(r.stdout, /kept due to the resource policy/)
+        for (const crd of newCrds) await crdObject(cp, crd.metadata.name)
+        const list = await cp.request('GET', crPath('KollectInventory'))
+        ok(list, 'list inventories')
+        assert.deepEqual(list.json<{ items: Cr[] }>().items.map((i) => i.metadata.name), ['prod-inventory'])
+      },
+    },
+  },
 ]
 
 for (const upgrade of UPGRADES) {
@@ -82,7 +146,7 @@ for (const upgrade of UPGRADES) {
     before(async () => {
       cp = await startControlPlane()
       await cp.applyYaml('apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n')
-      for (const f of yamlFiles(OLD_DIR)) await cp.applyYaml(f)
+      await (upgrade.install ?? applyOldCrds)(cp)
       for (const cr of oldCrs) {
         const r = await cp.request('POST', crPath(cr.kind), { body: cr })
         ok(r, `create ${cr.kind}/${cr.metadata.name} under the old CRDs`)
@@ -92,11 +156,12 @@ for (const upgrade of UPGRADES) {
       ok(status, 'status write under the old CRDs')
       // The schemas really differ: what the new ones admit, the old ones refuse.
       assert.equal((await cp.request('POST', crPath('KollectSink'), { body: s3Sink })).status, 422, 'an s3 sink under the old CRDs')
-      await upgrade.apply(cp)
+      await upgrade.upgrade(cp)
     }, { timeout: 300_000 })
 
     after(async () => {
       await cp?.close()
+      if (oldChart) rmSync(oldChart, { recursive: true, force: true })
     })
 
     test('every CRD serves the new schema', async () => {
@@ -151,5 +216,10 @@ for (const upgrade of UPGRADES) {
       assert.equal(kafka.status, 422, kafka.body)
       assert.match(kafka.body, /a kafka sink needs the kafka block with brokers/)
     })
+
+    if (upgrade.afterwards) {
+      const { what, check } = upgrade.afterwards
+      test(what, () => check(cp))
+    }
   })
 }
