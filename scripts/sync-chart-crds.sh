@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The chart's CRDs (charts/kollect/crds/) are byte-identical copies of manifests/crds/, the one
 # source of truth; test/deploy/manifests.test.ts fails when they drift. Run this after changing
-# a CRD. --check only reports drift (exit 1) and changes nothing.
+# a CRD. --check only reports drift (exit 1) and changes nothing. templates/crds.yaml
+# (crds.install=true) reads these same files, so there is no third copy to keep in step.
 #
 # kustomization.yaml is not copied: Helm would send every file in crds/ to the API server.
 set -euo pipefail
