@@ -282,12 +282,13 @@ test('serviceMonitor.enabled renders a ServiceMonitor for the hooks /metrics', (
   assert.deepEqual(sm.spec.endpoints.map((e) => [e.port, e.path]), [['http', '/metrics']])
 })
 
-test('persistence.enabled puts /data on a PersistentVolumeClaim', () => {
+test('persistence.enabled puts /data on a PersistentVolumeClaim that outlives the release', () => {
   const objects = render(['persistence.enabled=true', 'persistence.size=20Gi', 'persistence.storageClass=fast'])
   const pvc = only<K8sObject & { spec: { resources: { requests: { storage: string } }; storageClassName: string; accessModes: string[] } }>(objects, 'PersistentVolumeClaim')
   assert.equal(pvc.spec.resources.requests.storage, '20Gi')
   assert.equal(pvc.spec.storageClassName, 'fast')
   assert.deepEqual(pvc.spec.accessModes, ['ReadWriteOnce'])
+  assert.equal(pvc.metadata.annotations?.['helm.sh/resource-policy'], 'keep', 'helm uninstall must not delete the embedded repository')
   const d = only<Deployment>(objects, 'Deployment')
   assert.equal(d.spec.template.spec.volumes.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName, pvc.metadata.name)
   assert.equal(d.spec.strategy.type, 'Recreate', 'a ReadWriteOnce volume cannot be attached to two pods')
