@@ -7,6 +7,7 @@
 #   scripts/install-versitygw.sh  versitygw, the S3 server of the s3 sink tests, from the Go module proxy (or $VERSITYGW)
 #   scripts/install-kafka.sh      the Apache Kafka broker's jars, from Maven Central (or $KOLLECT_KAFKA_LIB)
 #   scripts/install-actionlint.sh actionlint, the GitHub workflow linter, from the Go module proxy (or $ACTIONLINT)
+#   scripts/install-promtool.sh   promtool, which checks the chart's alerting rules, from the Go module proxy (or $PROMTOOL)
 # Each step is idempotent and prints what it uses. Built tools are cached outside the clone
 # (${KOLLECT_TOOLS_DIR:-$HOME/.cache/kollect-tools}), keyed by version: a warm run builds nothing.
 set -euo pipefail
@@ -17,6 +18,7 @@ bash scripts/install-deps.sh
 bash scripts/install-helm.sh
 bash scripts/install-kube.sh
 bash scripts/install-versitygw.sh
+bash scripts/install-promtool.sh
 bash scripts/install-kafka.sh
 bash scripts/install-actionlint.sh
 echo "install-test-tools: ready in $((SECONDS - start)) s"

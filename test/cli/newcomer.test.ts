@@ -91,6 +91,7 @@ test('install-deps.sh installs nothing an environment variable already points at
       KOLLECT_ETCD: fake(path.join(dir, 'bin', 'etcd')),
       VERSITYGW: fake(path.join(dir, 'bin', 'versitygw')),
       ACTIONLINT: fake(path.join(dir, 'bin', 'actionlint')),
+      PROMTOOL: fake(path.join(dir, 'bin', 'promtool')),
     }
 
     const none = check({ PG_BIN: pgBin })

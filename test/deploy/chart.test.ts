@@ -1,13 +1,8 @@
-// The Helm chart, rendered by a real helm: lint, default and tenant-mode RBAC, the
+// The Helm chart, rendered by a real helm (./helm.ts): lint, default and tenant-mode RBAC, the
 // CompositeControllers (the same as compositecontrollers/*.yaml for release "kollect" in
 // kollect-system), the hook token wiring, the values schema, and the optional objects.
-//
-// helm: $HELM, else the pinned build in the tools cache (scripts/install-helm.sh --print-paths),
-// which scripts/install-helm.sh builds with the local Go toolchain when it is missing (a few
-// minutes the first time). No helm is a failure, not a skip.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -31,52 +26,10 @@ import {
   type Service,
   type Volume,
 } from './k8s.js'
-import { isExecutable, requireTool, toolPaths } from '../support/tools.js'
+import { CHART, HELM_SETUP_TIMEOUT_MS, KUBE_VERSION, NAMESPACE, RELEASE, findHelm, render, renderFails, runHelm } from './helm.js'
 import { parseHubConfig } from '../../hub/config.js'
 
-const CHART = join(repoRoot, 'charts', 'kollect')
-const RELEASE = 'kollect'
-const NAMESPACE = 'kollect-system'
-// Pinned so that the result does not depend on which Kubernetes version a helm build assumes.
-const KUBE_VERSION = '1.31.0'
-const INSTALL_TIMEOUT_MS = 20 * 60_000
-
-let helm = ''
-
-before(() => {
-  const file = toolPaths('install-helm.sh').HELM ?? ''
-  if (!process.env.HELM && !isExecutable(file)) {
-    // Output to stderr: the test runner owns stdout.
-    const install = spawnSync('bash', [join(repoRoot, 'scripts', 'install-helm.sh')], { cwd: repoRoot, stdio: ['ignore', 2, 2], timeout: INSTALL_TIMEOUT_MS })
-    assert.equal(install.status, 0, `scripts/install-helm.sh failed (${install.error?.message ?? `exit ${install.status}`}); set HELM to a helm v3 binary`)
-  }
-  helm = requireTool('install-helm.sh', 'HELM')
-}, { timeout: INSTALL_TIMEOUT_MS + 60_000 })
-
-interface Run {
-  status: number | null
-  stdout: string
-  stderr: string
-}
-
-function runHelm(args: string[]): Run {
-  const r = spawnSync(helm, args, { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, HELM_CACHE_HOME: join(repoRoot, '.cache', 'helm'), HELM_CONFIG_HOME: join(repoRoot, '.cache', 'helm-config') } })
-  if (r.error) throw r.error
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr }
-}
-
-/** `helm template` for release kollect in kollect-system; set: --set arguments. */
-function render(set: string[] = [], extra: string[] = []): K8sObject[] {
-  const r = runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...set.flatMap((s) => ['--set', s]), ...extra])
-  assert.equal(r.status, 0, `helm template ${set.join(' ')} failed:\n${r.stderr}`)
-  return k8sObjects(parseDocs(r.stdout, `helm template ${set.join(' ')}`))
-}
-
-function renderFails(set: string[]): string {
-  const r = runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...set.flatMap((s) => ['--set', s])])
-  assert.notEqual(r.status, 0, `helm template ${set.join(' ')} should fail`)
-  return r.stderr
-}
+before(findHelm, { timeout: HELM_SETUP_TIMEOUT_MS })
 
 const secretRules = (role: Role) => role.rules.filter((r) => (r.resources ?? []).includes('secrets'))
 

@@ -1,13 +1,26 @@
-// helm over charts/kollect for tests outside test/deploy/chart.test.ts (which builds a missing
-// helm itself): the pinned helm from scripts/install-helm.sh, or $HELM.
+// helm over charts/kollect for every test: $HELM, else the pinned build in the tools cache
+// (scripts/install-helm.sh), built with the local Go toolchain when it is missing (a few minutes
+// the first time; call findHelm in a `before` with HELM_SETUP_TIMEOUT_MS). No helm is a failure, not a skip.
 import { spawnSync } from 'node:child_process'
 import path from 'node:path'
 import { ROOT } from './metacontroller.js'
-import { requireTool } from './tools.js'
+import { ensureTool, TOOL_BUILD_TIMEOUT_MS } from './tools.js'
 
 export const CHART = path.join(ROOT, 'charts', 'kollect')
+export const RELEASE = 'kollect'
+export const NAMESPACE = 'kollect-system'
 // Pinned so that the result does not depend on which Kubernetes version a helm build assumes.
-const KUBE_VERSION = '1.31.0'
+export const KUBE_VERSION = '1.31.0'
+/** For the `before` that calls findHelm: a cold build plus a minute. */
+export const HELM_SETUP_TIMEOUT_MS = TOOL_BUILD_TIMEOUT_MS + 60_000
+
+let helm: string | undefined
+
+/** The helm binary, found (or built) once. */
+export function findHelm(): string {
+  helm ??= ensureTool('install-helm.sh', 'HELM')
+  return helm
+}
 
 export interface HelmRun {
   status: number | null
@@ -17,8 +30,7 @@ export interface HelmRun {
 
 /** One helm command, with caches inside the repository (never the user's helm config). */
 export function runHelm(args: string[]): HelmRun {
-  const helm = requireTool('install-helm.sh', 'HELM')
-  const r = spawnSync(helm, args, {
+  const r = spawnSync(findHelm(), args, {
     cwd: ROOT,
     encoding: 'utf8',
     timeout: 120_000,
@@ -28,9 +40,14 @@ export function runHelm(args: string[]): HelmRun {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
-/** The rendered YAML of release kollect in kollect-system; args: more helm arguments (--set, --show-only). */
+/** `helm template` of release kollect in kollect-system, as a run; args: more helm arguments (--set, --show-only). */
+export function runTemplate(args: string[]): HelmRun {
+  return runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...args])
+}
+
+/** The rendered YAML of `helm template`; a failure throws with helm's message. */
 export function helmTemplate(args: string[]): string {
-  const r = runHelm(['template', 'kollect', CHART, '--namespace', 'kollect-system', '--kube-version', KUBE_VERSION, ...args])
+  const r = runTemplate(args)
   if (r.status !== 0) throw new Error(`helm template ${args.join(' ')} failed (exit ${r.status}):\n${r.stderr}`)
   return r.stdout
 }

@@ -7,7 +7,8 @@ import { ROOT } from './metacontroller.js'
 // environment overrides name). The scripts own the layout (tools cache, version keys,
 // overrides) and print it with --print-paths; the tests only read it.
 
-export type ToolScript = 'install-helm.sh' | 'install-kube.sh' | 'install-versitygw.sh' | 'install-kafka.sh' | 'install-actionlint.sh'
+export type ToolScript =
+  'install-helm.sh' | 'install-kube.sh' | 'install-versitygw.sh' | 'install-kafka.sh' | 'install-actionlint.sh' | 'install-promtool.sh'
 
 /** NAME=path lines of `scripts/<script> --print-paths`, as a record. */
 export function toolPaths(script: ToolScript): Record<string, string> {
@@ -38,4 +39,20 @@ export function requireTool(script: ToolScript, name: string): string {
     throw new Error(`${name}: no executable at ${file}. Build it with \`bash scripts/${script}\` (needs Go and the module proxy), or set ${name} to a prebuilt binary.`)
   }
   return file
+}
+
+/** Generous for a cold build from the module proxy on two cores. */
+export const TOOL_BUILD_TIMEOUT_MS = 30 * 60_000
+
+/**
+ * requireTool, after running scripts/<script> when neither the override nor the cached build is
+ * there: a missing tool is built, not skipped.
+ */
+export function ensureTool(script: ToolScript, name: string): string {
+  if (!process.env[name] && !isExecutable(toolPaths(script)[name] ?? '')) {
+    // Output to stderr: the test runner owns stdout.
+    const build = spawnSync('bash', [path.join(ROOT, 'scripts', script)], { cwd: ROOT, stdio: ['ignore', 2, 2], timeout: TOOL_BUILD_TIMEOUT_MS })
+    if (build.status !== 0) throw new Error(`scripts/${script} failed (${build.error?.message ?? `exit ${build.status}`}); set ${name} to a prebuilt binary`)
+  }
+  return requireTool(script, name)
 }

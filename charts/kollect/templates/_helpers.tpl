@@ -133,3 +133,16 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: kollect
 {{- end }}
+
+{{- /* An alert's for, labels and the start of its annotations; args: prometheusRule, the alert's values, runbook URL. */}}
+{{- define "kollect.alertMeta" -}}
+{{- $p := index . 0 }}{{ $alert := index . 1 -}}
+for: {{ $alert.for }}
+labels:
+  severity: {{ $alert.severity }}
+  {{- with $p.additionalLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+annotations:
+  runbook_url: {{ index . 2 }}
+{{- end }}
