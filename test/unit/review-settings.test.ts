@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { specSchema, validateSpec } from '../../api/crd-schemas.js'
 import type { GitReviewSettings, KollectSinkSpec } from '../../api/types.js'
+import { ruleFindings } from '../../cli/crd-rules.js'
 import { checkEndpoint } from '../../server/ssrf.js'
 import {
   DEFAULT_REVIEW_DESCRIPTION, resolveReviewSettings, reviewBranch, reviewText, type ReviewSettings,
@@ -123,5 +125,30 @@ describe('the SSRF guard on review.apiUrl', () => {
     assert.ok(err instanceof SinkError && !err.retriable, String(err))
     assert.equal(err.message, 'sink team-a/reviewed: review.apiUrl: host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)')
     assert.deepEqual(seen, ['https://gitlab.example/platform/inventory.git', 'http://169.254.169.254/api/v4'], 'the remote, then the API')
+  })
+})
+
+describe('the CRD schema of git.review', () => {
+  const valid = { ...specWith({}), secretRef: { name: 'forge-token' } }
+
+  test('a complete review block is valid, and the schema defaults are the resolver\'s', () => {
+    assert.deepEqual(validateSpec('KollectSink', valid, { rejectUnknownFields: true }), { valid: true })
+    assert.deepEqual(ruleFindings('KollectSink', valid), [])
+    const props = (specSchema('KollectSink').properties?.git?.properties?.review?.properties ?? {}) as Record<string, { default?: unknown }>
+    const resolved = resolveReviewSettings(valid, TOKEN, SINK) as ReviewSettings
+    for (const field of ['branchTemplate', 'titleTemplate', 'autoMerge'] as const) assert.equal(props[field]?.default, resolved[field], field)
+  })
+
+  test('the enums and the apiUrl scheme are checked by the schema', () => {
+    for (const review of [{ provider: 'bitbucket' }, { autoMerge: 'always' }, { apiUrl: 'ftp://gitlab.example/' }]) {
+      assert.equal(validateSpec('KollectSink', { ...valid, git: { ...valid.git, review: { ...REVIEW, ...review } } }).valid, false, JSON.stringify(review))
+    }
+  })
+
+  test('review needs git.url and a secretRef (CEL rules)', () => {
+    const noUrl = { ...valid, git: { branch: 'main', review: REVIEW } }
+    assert.deepEqual(ruleFindings('KollectSink', noUrl).map((f) => f.path), ['spec.git.url'])
+    const noSecret = { ...specWith({}) }
+    assert.deepEqual(ruleFindings('KollectSink', noSecret).map((f) => f.path), ['spec.secretRef'])
   })
 })
