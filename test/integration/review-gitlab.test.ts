@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { checkEndpoint } from '../../server/ssrf.js'
 import { createGitLabProvider } from '../../sinks/git/review/gitlab.js'
+import { forgeMessage, kindOf } from '../../sinks/git/review/http.js'
 import { ReviewError, type ReviewEndpoint, type ReviewProvider } from '../../sinks/git/review/provider.js'
 import { startGitLabContract, type GitLabContract } from '../support/gitlab-contract.js'
 
@@ -118,6 +119,16 @@ describe('GitLab provider against the recorded contract', () => {
     ])
   })
 
+  test('deleteBranch on an unknown project is not-found, not a branch already gone; the token in a path is redacted', async () => {
+    const nope = createGitLabProvider(endpointFor({ project: 'platform/nope' }))
+    const err = await rejectsWith(nope.deleteBranch(gitlab.token), 'not-found', /^DELETE \/projects\/platform%2Fnope\/repository\/branches\/\*\*\*: answered 404: 404 Project Not Found$/)
+    assert.ok(!err.message.includes(gitlab.token))
+  })
+
+  test('a request GitLab refuses as formed is invalid, with its message', async () => {
+    await rejectsWith(provider.open(SOURCE, 'main', { title: '', description: '' }), 'invalid', /^POST \/projects\/platform%2Finventory\/merge_requests: answered 400: 400 Bad request - title is missing$/)
+  })
+
   test('a wrong token is auth, and the message names the request but never the token', async () => {
     const wrong = 'glpat-wrong-token-do-not-echo'
     const err = await rejectsWith(createGitLabProvider(endpointFor({ token: wrong })).get('1'), 'auth', /^GET \/projects\/platform%2Finventory\/merge_requests\/1: answered 401: 401 Unauthorized$/)
@@ -164,5 +175,20 @@ describe('GitLab provider against the recorded contract', () => {
     await closed.close()
     assert.notEqual(deadUrl, apiUrl)
     await rejectsWith(createGitLabProvider(endpointFor({ apiUrl: deadUrl })).get('1'), 'transient', /unreachable \(ECONNREFUSED\)/)
+  })
+})
+
+describe('forge answers, classified', () => {
+  test('statuses map to the ReviewError kinds', () => {
+    const kinds = [400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503].map((s) => `${s} ${kindOf(s)}`)
+    assert.deepEqual(kinds, ['400 invalid', '401 auth', '403 forbidden', '404 not-found', '405 invalid', '409 invalid', '422 invalid', '429 transient', '500 transient', '502 transient', '503 transient'])
+  })
+
+  test("the forge's message is echoed on one line and cut to 200 characters", () => {
+    assert.equal(forgeMessage({ message: 'x'.repeat(300) }), `: ${'x'.repeat(200)}…`)
+    assert.equal(forgeMessage({ message: ['Another open merge request', 'exists'] }), ': ["Another open merge request","exists"]')
+    assert.equal(forgeMessage({ error: 'insufficient_scope\n  needs api' }), ': insufficient_scope needs api')
+    assert.equal(forgeMessage('<html>'), '')
+    assert.equal(forgeMessage({}), '')
   })
 })

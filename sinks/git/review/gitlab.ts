@@ -1,3 +1,4 @@
+import { redact } from '../../errors.js'
 import { forgeMessage, forgeRequest, type ForgeRequest } from './http.js'
 import { ReviewError, type MergeOutcome, type ReviewEndpoint, type ReviewProvider, type ReviewRequest, type ReviewText } from './provider.js'
 
@@ -53,7 +54,7 @@ export function createGitLabProvider(endpoint: ReviewEndpoint): ReviewProvider {
       // "Another open merge request already exists for this source branch": another replica won the race.
       const existing = await findOpen(source, target)
       if (existing) return existing
-      throw new ReviewError('invalid', `POST ${path}: answered 409${forgeMessage(res.body)}`, 409)
+      throw new ReviewError('invalid', redact(`POST ${path}: answered 409${forgeMessage(res.body)}`, { values: [endpoint.token] }), 409)
     },
 
     async update(id, text: ReviewText) {
@@ -78,7 +79,12 @@ export function createGitLabProvider(endpoint: ReviewEndpoint): ReviewProvider {
     },
 
     async deleteBranch(branch) {
-      await send({ method: 'DELETE', path: `${base}/repository/branches/${encodeURIComponent(branch)}`, handled: [404] })
+      const path = `${base}/repository/branches/${encodeURIComponent(branch)}`
+      const res = await send({ method: 'DELETE', path, handled: [404] })
+      // Only an absent branch is done; an unknown project answers 404 too and must not pass as deleted.
+      if (res.status === 404 && !/branch not found/i.test(forgeMessage(res.body))) {
+        throw new ReviewError('not-found', redact(`DELETE ${path}: answered 404${forgeMessage(res.body)}`, { values: [endpoint.token] }), 404)
+      }
     },
   }
 }
