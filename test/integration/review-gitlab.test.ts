@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { checkEndpoint } from '../../server/ssrf.js'
 import { createGitLabProvider } from '../../sinks/git/review/gitlab.js'
-import { forgeMessage, kindOf } from '../../sinks/git/review/http.js'
+import { BODY_LIMIT, forgeMessage, kindOf } from '../../sinks/git/review/http.js'
 import { ReviewError, type ReviewEndpoint, type ReviewProvider } from '../../sinks/git/review/provider.js'
 import { startGitLabContract, type GitLabContract } from '../support/gitlab-contract.js'
 
@@ -166,6 +166,11 @@ describe('GitLab provider against the recorded contract', () => {
     const slow = createGitLabProvider(endpointFor({ timeoutMs: 200 }))
     const err = await rejectsWith(slow.get('1'), 'transient', /no answer within 200ms/)
     assert.equal(err.retriable, true)
+  })
+
+  test('an answer beyond the size limit is refused, not buffered', async () => {
+    gitlab.oversizeBytes = BODY_LIMIT + 1024
+    await rejectsWith(provider.get('1'), 'invalid', new RegExp(`answered with more than ${BODY_LIMIT} bytes`))
   })
 
   test('an unreachable forge is transient', async () => {

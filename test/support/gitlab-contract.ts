@@ -50,6 +50,8 @@ export interface GitLabContract {
   redirectTo: string | undefined
   /** Every answer is delayed this long, to test the client's timeout. */
   delayMs: number
+  /** Every answer is a JSON body this many bytes long, to test the client's size limit. */
+  oversizeBytes: number
   /** Forget requests, merge requests and branches other than main; iids start at 1 again. */
   reset(): void
   close(): Promise<void>
@@ -146,6 +148,7 @@ export async function startGitLabContract(opts: { token?: string } = {}): Promis
     mergeRequests,
     redirectTo: undefined,
     delayMs: 0,
+    oversizeBytes: 0,
     reset() {
       requests.length = 0
       mergeRequests.clear()
@@ -153,6 +156,7 @@ export async function startGitLabContract(opts: { token?: string } = {}): Promis
       nextIid = 1
       contract.redirectTo = undefined
       contract.delayMs = 0
+      contract.oversizeBytes = 0
     },
     setBranch(name, sha) {
       branches.set(name, sha)
@@ -186,6 +190,7 @@ export async function startGitLabContract(opts: { token?: string } = {}): Promis
         if (contract.delayMs > 0) setTimeout(send, contract.delayMs)
         else send()
       }
+      if (contract.oversizeBytes > 0) return reply(200, { message: 'x'.repeat(contract.oversizeBytes) })
       if (contract.redirectTo) return reply(302, undefined, { location: contract.redirectTo })
       if (req.headers['private-token'] !== token) return reply(401, error('unauthorized'))
       const prefix = '/api/v4/'

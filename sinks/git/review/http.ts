@@ -22,6 +22,9 @@ export interface ForgeResponse {
   body: unknown
 }
 
+/** Far above any merge request or page of them; a larger answer is not a forge's. */
+export const BODY_LIMIT = 4 * 1024 * 1024
+
 /** A forge's own `message` (or `error`) is echoed to status, cut so a long page cannot flood it. */
 const MESSAGE_LIMIT = 200
 
@@ -54,8 +57,9 @@ export async function forgeRequest(endpoint: ReviewEndpoint, req: ForgeRequest):
 
   let text: string
   try {
-    text = await res.text()
+    text = await readLimited(res)
   } catch (err) {
+    if (err instanceof OversizeError) return fail('invalid', err.message, res.status)
     return fail('transient', `reading the answer: ${networkProblem(err, endpoint.timeoutMs)}`)
   }
   const body = parseJson(text)
@@ -88,6 +92,26 @@ export function forgeMessage(body: unknown): string {
   if (raw === undefined || raw === null || raw === '') return ''
   const text = (typeof raw === 'string' ? raw : JSON.stringify(raw)).replace(/\s+/g, ' ').trim()
   return `: ${text.length > MESSAGE_LIMIT ? `${text.slice(0, MESSAGE_LIMIT)}…` : text}`
+}
+
+class OversizeError extends Error {}
+
+async function readLimited(res: Response): Promise<string> {
+  if (!res.body) return ''
+  const reader = res.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > BODY_LIMIT) {
+      await reader.cancel()
+      throw new OversizeError(`answered with more than ${BODY_LIMIT} bytes`)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 function queryString(query: Record<string, string> | undefined): string {
