@@ -11,6 +11,26 @@ export interface GitSinkSettings {
   path?: string
   layout?: 'document' | 'perResource'
   author?: { name?: string; email?: string }
+  /** Review mode: exports are proposed as merge or pull requests instead of pushed to the branch. */
+  review?: GitReviewSettings
+}
+
+export interface GitReviewSettings {
+  provider: 'gitlab' | 'gitea' | 'github'
+  /** API base, e.g. https://gitlab.example/api/v4, https://gitea.example/api/v1, https://api.github.com. */
+  apiUrl: string
+  /** owner/repo (Gitea, GitHub) or the project's numeric id or full path (GitLab). */
+  project: string
+  /** Branch the requests merge into; default the sink's git.branch. */
+  targetBranch?: string
+  /** Review branch; placeholders {cluster} {namespace} {name}. Default kollect/{namespace}/{name}. */
+  branchTemplate?: string
+  /** Placeholders {cluster} {namespace} {name}. Default "kollect: {namespace}/{name} on {cluster}". */
+  titleTemplate?: string
+  /** Placeholders {cluster} {namespace} {name} {added} {changed} {removed} {checksum}. */
+  descriptionTemplate?: string
+  /** never (the default): a person merges; whenChecksPass: Kollect merges once the forge allows it. */
+  autoMerge?: 'never' | 'whenChecksPass'
 }
 
 export interface PostgresSinkSettings {

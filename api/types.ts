@@ -79,7 +79,7 @@ export interface KollectTargetSpec {
 }
 
 // ---- KollectSink ----
-export type { SinkType, DeletionPolicy, GitSinkSettings, PostgresSinkSettings, NatsSinkSettings, KafkaSinkSettings, FileSinkSettings, S3SinkSettings, DriftPolicy, KollectSinkSpec } from './sink-spec.js'
+export type { SinkType, DeletionPolicy, GitSinkSettings, GitReviewSettings, PostgresSinkSettings, NatsSinkSettings, KafkaSinkSettings, FileSinkSettings, S3SinkSettings, DriftPolicy, KollectSinkSpec } from './sink-spec.js'
 
 // ---- KollectInventory ----
 export interface KollectInventorySpec {

@@ -60,8 +60,12 @@ interface Endpoint {
 /** Every endpoint the sink's client will open, as its own parsing of the settings decides. */
 function endpointsOf(sink: ResolvedSink, credentials: Credentials): Endpoint[] {
   switch (sink.spec.type) {
-    case 'git':
-      return sink.spec.git?.url ? [{ url: sink.spec.git.url }] : []
+    case 'git': {
+      const git = sink.spec.git
+      // The forge API receives the token: guarded like the remote, before the sink is built.
+      const review = git?.review?.apiUrl ? [{ url: git.review.apiUrl.trim(), what: 'review.apiUrl' }] : []
+      return [...(git?.url ? [{ url: git.url }] : []), ...review]
+    }
     case 'nats':
       return sink.spec.nats?.url ? sink.spec.nats.url.split(',').map((u) => ({ url: u.trim() })) : []
     case 'postgres': {

@@ -1,6 +1,8 @@
 import type { KollectSinkSpec } from '../../api/types.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { Credentials } from '../sink.js'
+import type { ReviewText } from './review/provider.js'
+import { renderTemplate, templateProblem } from './review/templates.js'
 
 export type GitLayout = 'document' | 'perResource'
 
@@ -102,7 +104,7 @@ function checkUrl(url: string): string | undefined {
   return /^([^@/:\s]+@)?[^/:\s]+:\S*$/.test(url) ? undefined : notARemote
 }
 
-function isValidBranch(branch: string): boolean {
+export function isValidBranch(branch: string): boolean {
   return (
     /^[A-Za-z0-9._/-]+$/.test(branch) &&
     !branch.startsWith('-') &&
@@ -115,4 +117,116 @@ function isValidBranch(branch: string): boolean {
 
 function identityPart(value: string | undefined): string {
   return (value ?? '').replace(/[<>\0\r\n]/g, '').trim()
+}
+
+export interface ReviewSettings {
+  provider: 'gitlab' | 'gitea' | 'github'
+  apiUrl: string
+  project: string
+  /** The sink secret's `token`, as for the git remote. */
+  token: string
+  targetBranch: string
+  branchTemplate: string
+  titleTemplate: string
+  descriptionTemplate: string
+  autoMerge: 'never' | 'whenChecksPass'
+}
+
+/** What names the review branch and title; the description adds the export's counts and checksum. */
+export interface ReviewSubject {
+  cluster: string
+  namespace: string
+  name: string
+}
+
+export interface ReviewExport extends ReviewSubject {
+  added: number
+  changed: number
+  removed: number
+  checksum: string
+}
+
+const NAME_PLACEHOLDERS = ['cluster', 'namespace', 'name'] as const
+const DESCRIPTION_PLACEHOLDERS = [...NAME_PLACEHOLDERS, 'added', 'changed', 'removed', 'checksum'] as const
+
+export const DEFAULT_REVIEW_BRANCH = 'kollect/{namespace}/{name}'
+export const DEFAULT_REVIEW_TITLE = 'kollect: {namespace}/{name} on {cluster}'
+export const DEFAULT_REVIEW_DESCRIPTION = 'Inventory {namespace}/{name} on cluster {cluster}: +{added} ~{changed} -{removed}\n\nSnapshot checksum: {checksum}'
+
+/** The sink's `git.review`, checked and with defaults; undefined when review mode is off. */
+export function resolveReviewSettings(spec: KollectSinkSpec, credentials: Credentials, sink: SinkLabel): ReviewSettings | undefined {
+  const review = spec.git?.review
+  if (review === undefined) return undefined
+  const invalid = (problem: string): never => {
+    throw configError(sink, `review: ${problem}`)
+  }
+  if (!spec.git?.url?.trim()) invalid('review mode needs git.url, the remote the review branch is pushed to')
+  const provider = review.provider
+  if (provider !== 'gitlab' && provider !== 'gitea' && provider !== 'github') invalid(`provider must be gitlab, gitea or github, not "${String(provider)}"`)
+  const apiUrl = (review.apiUrl ?? '').trim()
+  const apiProblem = checkApiUrl(apiUrl)
+  if (apiProblem) invalid(apiProblem)
+  const project = (review.project ?? '').trim()
+  const projectShape = provider === 'gitlab' ? /^([0-9]+|[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+)$/ : /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/
+  if (!projectShape.test(project)) {
+    invalid(`project "${project.slice(0, 200)}" must be ${provider === 'gitlab' ? "the project's numeric id or its full path (group/project)" : 'owner/repo'}`)
+  }
+  const targetBranch = review.targetBranch || spec.git?.branch || 'main'
+  if (!isValidBranch(targetBranch)) invalid(`targetBranch "${targetBranch}" is not a valid branch name`)
+  const settings: ReviewSettings = {
+    provider,
+    apiUrl,
+    project,
+    token: credentials.token ?? '',
+    targetBranch,
+    branchTemplate: review.branchTemplate || DEFAULT_REVIEW_BRANCH,
+    titleTemplate: review.titleTemplate || DEFAULT_REVIEW_TITLE,
+    descriptionTemplate: review.descriptionTemplate || DEFAULT_REVIEW_DESCRIPTION,
+    autoMerge: review.autoMerge ?? 'never',
+  }
+  if (settings.autoMerge !== 'never' && settings.autoMerge !== 'whenChecksPass') invalid(`autoMerge must be never or whenChecksPass, not "${String(settings.autoMerge)}"`)
+  for (const [field, template, allowed] of [
+    ['branchTemplate', settings.branchTemplate, NAME_PLACEHOLDERS],
+    ['titleTemplate', settings.titleTemplate, NAME_PLACEHOLDERS],
+    ['descriptionTemplate', settings.descriptionTemplate, DESCRIPTION_PLACEHOLDERS],
+  ] as const) {
+    const problem = templateProblem(template, allowed)
+    if (problem) invalid(`${field}: ${problem}`)
+  }
+  // Names that are DNS labels cannot repair a template that is broken on its own ("a..b", "x.lock").
+  reviewBranch(settings, { cluster: 'cluster', namespace: 'namespace', name: 'name' }, sink)
+  if (!settings.token) invalid('the sink secret has no token key, which the forge API needs')
+  return settings
+}
+
+/** The review branch of one inventory: a valid branch name, never the target branch itself. */
+export function reviewBranch(settings: ReviewSettings, subject: ReviewSubject, sink: SinkLabel): string {
+  const branch = renderTemplate(settings.branchTemplate, { ...subject })
+  if (!isValidBranch(branch)) throw configError(sink, `review: branchTemplate gives "${branch}", which is not a valid branch name`)
+  if (branch === settings.targetBranch) throw configError(sink, `review: branchTemplate gives the target branch "${branch}" itself`)
+  return branch
+}
+
+export function reviewText(settings: ReviewSettings, exp: ReviewExport): ReviewText {
+  const names = { cluster: exp.cluster, namespace: exp.namespace, name: exp.name }
+  return {
+    title: renderTemplate(settings.titleTemplate, names),
+    description: renderTemplate(settings.descriptionTemplate, {
+      ...names, added: String(exp.added), changed: String(exp.changed), removed: String(exp.removed), checksum: exp.checksum,
+    }),
+  }
+}
+
+/** Why apiUrl cannot be the forge API, or undefined. The SSRF guard checks its host separately. */
+function checkApiUrl(apiUrl: string): string | undefined {
+  let parsed: URL
+  try {
+    parsed = new URL(apiUrl)
+  } catch {
+    return 'apiUrl is not a URL'
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `apiUrl scheme "${parsed.protocol}" is not http or https`
+  if (parsed.username || parsed.password) return 'apiUrl must not carry credentials; put the token in the sink secret'
+  if (parsed.search || parsed.hash) return 'apiUrl must not carry a query or a fragment'
+  return undefined
 }
