@@ -30,7 +30,7 @@ if [ "${1:-}" = "--print-paths" ]; then
   exit 0
 fi
 
-gitea_version() { "$1" --version 2>/dev/null | sed -n 's/^Gitea version \([^ ]*\).*/\1/p'; }
+gitea_version() { "$1" --version 2>/dev/null | sed -n 's/^[Gg]itea version \([^ ]*\).*/\1/p'; }
 
 # fetch_source: the release's module source at $TOOL_DIR/src, writable (the module cache is not).
 # Copied to a temporary name first, so an interrupted copy is never taken for a finished one.
