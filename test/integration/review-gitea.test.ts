@@ -10,6 +10,7 @@ import { githubProvider } from '../../sinks/git/review/github.js'
 import { ReviewError, type ReviewEndpoint, type ReviewProvider, type ReviewRequest } from '../../sinks/git/review/provider.js'
 import { startGitea, type GiteaServer } from '../support/gitea.js'
 import { git } from '../support/git.js'
+import { freePort } from '../support/ports.js'
 import { pollUntil } from '../support/process.js'
 
 // The Gitea and GitHub review providers against a real Gitea 1.26 (scripts/install-gitea.sh).
@@ -168,6 +169,9 @@ function suite(name: 'gitea' | 'github', make: (e: ReviewEndpoint) => ReviewProv
       })
 
       it('merges the current head into the target branch, and a second merge says merged', async () => {
+        // A refused merge sends Gitea back to checking the request, and until that ends a merge
+        // answers 405 "Please try again later" (not-mergeable): the auto-merge must try again.
+        await untilHead(provider, co.project, request.id, request.headSha)
         assert.equal(await provider.merge(request.id, request.headSha), 'merged')
         await git(co.dir, ...co.auth, 'fetch', '-q', 'origin')
         await git(co.dir, 'merge-base', '--is-ancestor', request.headSha, 'origin/main')
@@ -225,6 +229,26 @@ function suite(name: 'gitea' | 'github', make: (e: ReviewEndpoint) => ReviewProv
       await rejects(unknown.findOpen(source, 'main'), 'not-found', forge.token)
       await rejects(unknown.get('1'), 'not-found', forge.token)
       if (name === 'gitea') await rejects(unknown.deleteBranch(source), 'not-found', forge.token)
+    })
+
+    it('does not follow a redirect: a renamed repository is a configuration problem', async () => {
+      const old = `review-${name}-old`
+      await forge.createRepo(old)
+      const res = await fetch(`${forge.apiUrl}/repos/${forge.user}/${old}`, {
+        method: 'PATCH',
+        headers: { Authorization: `token ${forge.token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: `${old}-renamed` }),
+      })
+      assert.equal(res.status, 200)
+      const err = await rejects(make(endpoint(`${forge.user}/${old}`)).findOpen(source, 'main'), 'invalid', forge.token)
+      assert.ok(err.status !== undefined && err.status >= 300 && err.status < 400, `status ${err.status}`)
+      assert.match(err.message, /redirect/)
+    })
+
+    it('says transient when nothing answers', async () => {
+      const nobody = make({ ...endpoint(co.project), apiUrl: `http://127.0.0.1:${await freePort()}/api/v1` })
+      const err = await rejects(nobody.get('1'), 'transient', forge.token)
+      assert.ok(err.retriable)
     })
 
     it('asks the SSRF guard before every request and sends nothing it refuses', async () => {

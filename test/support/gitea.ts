@@ -130,9 +130,11 @@ export async function startGitea(): Promise<GiteaServer> {
     await gitea('migrate')
     await gitea('admin', 'user', 'create', '--admin', '--username', user, '--password', randomBytes(16).toString('hex'),
       '--email', 'admin@kollect.test', '--must-change-password=false')
-    const token = (await gitea('admin', 'user', 'generate-access-token', '--username', user, '--token-name', 'kollect-tests',
-      '--scopes', 'all', '--raw')).trim()
-    if (!/^[0-9a-f]{40}$/.test(token)) throw new Error(`gitea generate-access-token printed no token: ${token.slice(0, 200)}`)
+    const printed = await gitea('admin', 'user', 'generate-access-token', '--username', user, '--token-name', 'kollect-tests',
+      '--scopes', 'all', '--raw')
+    // As root Gitea warns on stdout before the token: the token is the last line.
+    const token = printed.trim().split('\n').pop()?.trim() ?? ''
+    if (!/^[0-9a-f]{40}$/.test(token)) throw new Error(`gitea generate-access-token printed no token: ${printed.slice(-300)}`)
     proc = startServerProcess(binary, ['--config', config, '--work-path', root, 'web'], path.join(root, 'gitea.log'), env)
     await pollUntil(`gitea on port ${port}`, () => apiAnswers(apiUrl), { timeoutMs: 60_000, proc, intervalMs: 200 })
 
