@@ -57,7 +57,7 @@ else
 fi
 command -v openssl >/dev/null || need+=(openssl)
 # Go only builds the Go tools; with all of them prebuilt, none is needed.
-go_names=(HELM KOLLECT_KUBE_APISERVER KOLLECT_ETCD VERSITYGW ACTIONLINT PROMTOOL)
+go_names=(HELM KOLLECT_KUBE_APISERVER KOLLECT_ETCD VERSITYGW ACTIONLINT PROMTOOL GITEA)
 go_tools=0
 for name in "${go_names[@]}"; do
   if [ -n "${!name:-}" ]; then

@@ -8,6 +8,7 @@
 #   scripts/install-kafka.sh      the Apache Kafka broker's jars, from Maven Central (or $KOLLECT_KAFKA_LIB)
 #   scripts/install-actionlint.sh actionlint, the GitHub workflow linter, from the Go module proxy (or $ACTIONLINT)
 #   scripts/install-promtool.sh   promtool, which checks the chart's alerting rules, from the Go module proxy (or $PROMTOOL)
+#   scripts/install-gitea.sh      Gitea, the forge of the review-mode tests, from the Go module proxy (or $GITEA)
 # Each step is idempotent and prints what it uses. Built tools are cached outside the clone
 # (${KOLLECT_TOOLS_DIR:-$HOME/.cache/kollect-tools}), keyed by version: a warm run builds nothing.
 set -euo pipefail
@@ -21,4 +22,5 @@ bash scripts/install-versitygw.sh
 bash scripts/install-promtool.sh
 bash scripts/install-kafka.sh
 bash scripts/install-actionlint.sh
+bash scripts/install-gitea.sh
 echo "install-test-tools: ready in $((SECONDS - start)) s"

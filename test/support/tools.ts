@@ -8,7 +8,7 @@ import { ROOT } from './metacontroller.js'
 // overrides) and print it with --print-paths; the tests only read it.
 
 export type ToolScript =
-  'install-helm.sh' | 'install-kube.sh' | 'install-versitygw.sh' | 'install-kafka.sh' | 'install-actionlint.sh' | 'install-promtool.sh'
+  'install-helm.sh' | 'install-kube.sh' | 'install-versitygw.sh' | 'install-kafka.sh' | 'install-actionlint.sh' | 'install-promtool.sh' | 'install-gitea.sh'
 
 /** NAME=path lines of `scripts/<script> --print-paths`, as a record. */
 export function toolPaths(script: ToolScript): Record<string, string> {
