@@ -1,18 +1,17 @@
-import { errorCode, redact, type Secrets } from '../../errors.js'
+import { forgeMessage, forgeRequest, type ForgeRequest } from './http.js'
 import {
   ReviewError, type MergeOutcome, type ReviewEndpoint, type ReviewProvider, type ReviewProviderName, type ReviewRequest, type ReviewText,
 } from './provider.js'
 
-// The HTTP side shared by the pull-request providers (Gitea, GitHub): one JSON request with the
-// SSRF guard, no redirects, a timeout, and the forge's answer classified into a ReviewError whose
-// message never carries the token.
+// What the pull-request providers (Gitea, GitHub) share on top of the forge client in http.ts:
+// paths, the pull request's JSON shape, and the provider itself, each forge only a dialect.
 
 export interface ForgeClient {
   /**
    * The parsed JSON body of a 2xx answer (undefined when empty). A status listed in `expect` is
    * returned as `{ status }` instead of thrown, for the statuses a caller gives a meaning.
    */
-  request<T>(method: string, path: string, opts?: { body?: unknown; expect?: readonly number[] }): Promise<ForgeAnswer<T>>
+  request<T>(method: ForgeRequest['method'], path: string, opts?: { body?: unknown; expect?: readonly number[] }): Promise<ForgeAnswer<T>>
 }
 
 export type ForgeAnswer<T> = { ok: true; status: number; data: T } | { ok: false; status: number; message: string }
@@ -36,75 +35,13 @@ export function ownerRepo(provider: string, project: string): [string, string] {
   return [parts[0]!, parts[1]!]
 }
 
-const MAX_MESSAGE = 300
-
-function kindOf(status: number): ReviewError['kind'] {
-  if (status === 401) return 'auth'
-  if (status === 403) return 'forbidden'
-  if (status === 404) return 'not-found'
-  if (status === 408 || status === 429 || status >= 500) return 'transient'
-  return 'invalid'
-}
-
-/** The forge's own explanation (`message`, GitLab's `error`), or the start of a non-JSON body. */
-function forgeMessage(text: string): string {
-  try {
-    const body = JSON.parse(text) as { message?: unknown; error?: unknown }
-    const message = body.message ?? body.error
-    if (typeof message === 'string') return message
-    if (message !== undefined) return JSON.stringify(message)
-  } catch {
-    // not JSON: an HTML error page or a proxy's text
-  }
-  return text.replace(/\s+/g, ' ').trim()
-}
-
-export function forgeClient(provider: string, endpoint: ReviewEndpoint, headers: Record<string, string>): ForgeClient {
-  const base = endpoint.apiUrl.replace(/\/+$/, '')
-  const secrets: Secrets = { values: [endpoint.token] }
-  const clean = (text: string): string => redact(text, secrets).slice(0, MAX_MESSAGE)
-
+/** The shared forge client (http.ts) with a provider's headers, answering in ForgeAnswers. */
+export function forgeClient(endpoint: ReviewEndpoint, headers: Record<string, string>): ForgeClient {
   return {
-    async request<T>(method: string, path: string, opts: { body?: unknown; expect?: readonly number[] } = {}): Promise<ForgeAnswer<T>> {
-      const url = base + path
-      const what = `${provider} ${method} ${path.split('?')[0]}`
-      const refused = await endpoint.checkEndpoint(url)
-      if (refused !== null) throw new ReviewError('invalid', `${what}: API URL refused: ${clean(refused)}`)
-      let response: Response
-      let text: string
-      try {
-        response = await fetch(url, {
-          method,
-          redirect: 'manual',
-          signal: AbortSignal.timeout(endpoint.timeoutMs),
-          headers: {
-            ...headers,
-            Accept: headers.Accept ?? 'application/json',
-            ...(opts.body === undefined ? {} : { 'Content-Type': 'application/json' }),
-          },
-          ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
-        })
-        text = await response.text()
-      } catch (err) {
-        const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
-        const reason = timedOut ? `no answer within ${endpoint.timeoutMs} ms` : (errorCode(err) ?? (err instanceof Error ? err.message : String(err)))
-        // Any failure to get an answer (refused, reset, DNS, timeout) may pass: worth another attempt.
-        throw new ReviewError('transient', `${what}: ${clean(reason)}`)
-      }
-      const { status } = response
-      if (status >= 200 && status < 300) {
-        try {
-          return { ok: true, status, data: (text.trim() === '' ? undefined : JSON.parse(text)) as T }
-        } catch {
-          throw new ReviewError('invalid', `${what}: HTTP ${status} with a body that is not JSON: check the API URL`, status)
-        }
-      }
-      const message = clean(forgeMessage(text))
-      if (opts.expect?.includes(status)) return { ok: false, status, message }
-      if (status >= 300 && status < 400) {
-        throw new ReviewError('invalid', `${what}: redirected (HTTP ${status}), which is not followed: check the API URL`, status)
-      }
-      throw new ReviewError(kindOf(status), `${what}: HTTP ${status}${message ? `: ${message}` : ''}`, status)
+    async request<T>(method: ForgeRequest['method'], path: string, opts: { body?: unknown; expect?: readonly number[] } = {}): Promise<ForgeAnswer<T>> {
+      const { status, body } = await forgeRequest(endpoint, { method, path, body: opts.body, headers, handled: opts.expect })
+      if (status >= 200 && status < 300) return { ok: true, status, data: body as T }
+      return { ok: false, status, message: forgeMessage(body) }
     },
   }
 }
@@ -149,7 +86,7 @@ export interface PullDialect {
   /** The page size openQuery asks for: a shorter page is the last. */
   pageSize: number
   /** The merge call, relative to the pull's path, with the optimistic head check. */
-  merge(sha: string): { method: string; body: unknown }
+  merge(sha: string): { method: ForgeRequest['method']; body: unknown }
   /** A branch's path relative to the repository's, for DELETE. */
   branchPath(branch: string): string
 }
@@ -160,10 +97,10 @@ const MAX_PAGES = 100
 
 export function pullProvider(dialect: PullDialect, endpoint: ReviewEndpoint): ReviewProvider {
   const [owner, repo] = ownerRepo(dialect.name, endpoint.project)
-  const http = forgeClient(dialect.name, endpoint, dialect.headers)
+  const http = forgeClient(endpoint, dialect.headers)
   const repoPath = apiPath('repos', owner, repo)
   const pullPath = (id: string): string => `${repoPath}/pulls${apiPath(id)}`
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+  const call = async <T>(method: ForgeRequest['method'], path: string, body?: unknown): Promise<T> => {
     const answer = await http.request<T>(method, path, { body })
     // Without `expect`, anything but 2xx has thrown.
     return (answer as { data: T }).data

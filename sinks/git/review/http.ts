@@ -5,7 +5,7 @@ import { ReviewError, type ReviewEndpoint } from './provider.js'
 // provider only says which request it sends and what an answer means.
 
 export interface ForgeRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE'
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   /** Below the endpoint's apiUrl, already URL-encoded, e.g. /projects/group%2Fproject/merge_requests. */
   path: string
   query?: Record<string, string>
@@ -80,7 +80,7 @@ export function kindOf(status: number): ReviewError['kind'] {
   if (status === 401) return 'auth'
   if (status === 403) return 'forbidden'
   if (status === 404) return 'not-found'
-  if (status === 429 || status >= 500) return 'transient'
+  if (status === 408 || status === 429 || status >= 500) return 'transient'
   return 'invalid'
 }
 
