@@ -65,6 +65,12 @@ for name in "${go_names[@]}"; do
     go_tools=$((go_tools + 1))
   fi
 done
+# Gitea's templates come from its module source, which Go fetches unless GITEA_STATIC_ROOT names one.
+if [ -n "${GITEA_STATIC_ROOT:-}" ]; then
+  override GITEA_STATIC_ROOT is_dir 'not a Gitea source tree'
+else
+  [ -z "${GITEA:-}" ] || go_tools=$((go_tools - 1))
+fi
 [ "$go_tools" = "${#go_names[@]}" ] || command -v go >/dev/null || need+=(golang-go)
 
 [ "$bad" = 0 ] || exit 1

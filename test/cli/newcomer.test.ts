@@ -81,6 +81,7 @@ test('install-deps.sh installs nothing an environment variable already points at
     const pgBin = path.join(dir, 'pg')
     for (const tool of ['initdb', 'pg_ctl', 'postgres']) fake(path.join(pgBin, tool))
     mkdirSync(path.join(dir, 'kafka-lib'))
+    mkdirSync(path.join(dir, 'gitea-src'))
     const prebuilt: Record<string, string> = {
       PG_BIN: pgBin,
       NATS_SERVER: fake(path.join(dir, 'bin', 'nats-server')),
@@ -92,6 +93,8 @@ test('install-deps.sh installs nothing an environment variable already points at
       VERSITYGW: fake(path.join(dir, 'bin', 'versitygw')),
       ACTIONLINT: fake(path.join(dir, 'bin', 'actionlint')),
       PROMTOOL: fake(path.join(dir, 'bin', 'promtool')),
+      GITEA: fake(path.join(dir, 'bin', 'gitea')),
+      GITEA_STATIC_ROOT: path.join(dir, 'gitea-src'),
     }
 
     const none = check({ PG_BIN: pgBin })
@@ -107,6 +110,9 @@ test('install-deps.sh installs nothing an environment variable already points at
     // Go builds any Go tool not given: all but one still need it.
     const { VERSITYGW: _versitygw, ...allButOne } = prebuilt
     assert.ok(check(allButOne).would?.includes('golang-go'))
+    // A Gitea binary without its static root still needs Go to fetch the source.
+    const { GITEA_STATIC_ROOT: _root, ...noStaticRoot } = prebuilt
+    assert.ok(check(noStaticRoot).would?.includes('golang-go'))
 
     for (const [name, value] of [['PG_BIN', dir], ['NATS_SERVER', path.join(dir, 'missing')], ['KOLLECT_KAFKA_LIB', path.join(dir, 'missing')], ['HELM', path.join(dir, 'kafka-lib')], ['KOLLECT_ETCD', path.join(dir, 'missing')]] as const) {
       const r = check({ ...prebuilt, [name]: value })
