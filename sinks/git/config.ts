@@ -31,6 +31,9 @@ export function resolveGitSettings(spec: KollectSinkSpec, credentials: Credentia
     throw configError(sink, problem)
   }
   const git = spec.git ?? {}
+  // Until the sink proposes changes for review, pushing them to the target branch instead would
+  // skip the review the spec asks for: refuse, and say so in status.
+  if (git.review !== undefined) invalid('git.review: review mode is not available in this version yet; remove it to push to the branch directly')
   const url = git.url?.trim() || undefined
   const urlProblem = url === undefined ? undefined : checkUrl(url)
   if (urlProblem) invalid(urlProblem)

@@ -5,7 +5,7 @@ import type { GitReviewSettings, KollectSinkSpec } from '../../api/types.js'
 import { ruleFindings } from '../../cli/crd-rules.js'
 import { checkEndpoint } from '../../server/ssrf.js'
 import {
-  DEFAULT_REVIEW_DESCRIPTION, resolveReviewSettings, reviewBranch, reviewText, type ReviewSettings,
+  DEFAULT_REVIEW_DESCRIPTION, resolveGitSettings, resolveReviewSettings, reviewBranch, reviewText, type ReviewSettings,
 } from '../../sinks/git/config.js'
 import { renderTemplate, templateProblem } from '../../sinks/git/review/templates.js'
 import { createSinkFactory } from '../../sinks/registry.js'
@@ -151,4 +151,12 @@ describe('the CRD schema of git.review', () => {
     const noSecret = { ...specWith({}) }
     assert.deepEqual(ruleFindings('KollectSink', noSecret).map((f) => f.path), ['spec.secretRef'])
   })
+})
+
+test('until review mode lands, a git sink that asks for review is refused, never pushed to the target unreviewed', () => {
+  assert.throws(
+    () => resolveGitSettings(specWith({}), TOKEN, SINK),
+    (err: unknown) => err instanceof SinkError && !err.retriable && /review mode is not available/.test(err.message),
+  )
+  assert.doesNotThrow(() => resolveGitSettings(specWith(undefined), TOKEN, SINK))
 })
