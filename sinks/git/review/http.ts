@@ -28,11 +28,15 @@ export const BODY_LIMIT = 4 * 1024 * 1024
 /** A forge's own `message` (or `error`) is echoed to status, cut so a long page cannot flood it. */
 const MESSAGE_LIMIT = 200
 
+/** A ReviewError about request `what`; the token may also be what a forge echoes back, so every message passes through redact. */
+export function forgeError(endpoint: ReviewEndpoint, what: string, kind: ReviewError['kind'], problem: string, status?: number): ReviewError {
+  return new ReviewError(kind, redact(`${what}: ${problem}`, { values: [endpoint.token] }), status)
+}
+
 export async function forgeRequest(endpoint: ReviewEndpoint, req: ForgeRequest): Promise<ForgeResponse> {
   const what = `${req.method} ${req.path}`
-  // The token may also be what a forge echoes back; every message passes through redact.
   const fail = (kind: ReviewError['kind'], problem: string, status?: number): never => {
-    throw new ReviewError(kind, redact(`${what}: ${problem}`, { values: [endpoint.token] }), status)
+    throw forgeError(endpoint, what, kind, problem, status)
   }
   const url = endpoint.apiUrl.replace(/\/+$/, '') + req.path + queryString(req.query)
   const refused = await endpoint.checkEndpoint(url)
