@@ -134,11 +134,12 @@ export function pullProvider(dialect: PullDialect, endpoint: ReviewEndpoint): Re
       const { method, body } = dialect.merge(sha)
       const answer = await http.request(method, `${pullPath(id)}/merge`, { body, expect: [405, 409] })
       if (answer.ok) return 'merged'
-      // 409 means a moved head on both forges, but also a merge conflict on Gitea, and 405 an
-      // already merged request: the request's own state says which. Nothing was merged by this call.
+      // 409 means a moved head on both forges, but also a merge conflict on Gitea; 405 an already
+      // merged request, or Gitea still checking one after a push: the request's own state says
+      // which. A head that is no longer `sha` is stale whatever the status. Nothing was merged by this call.
       const now = await get(id)
       if (now.state === 'merged') return now.headSha === sha ? 'merged' : 'stale'
-      return answer.status === 409 && now.headSha !== sha ? 'stale' : 'not-mergeable'
+      return now.headSha !== sha ? 'stale' : 'not-mergeable'
     },
 
     async close(id: string): Promise<void> {
