@@ -31,6 +31,8 @@ export interface GitReviewSettings {
   descriptionTemplate?: string
   /** never (the default): a person merges; whenChecksPass: Kollect merges once the forge allows it. */
   autoMerge?: 'never' | 'whenChecksPass'
+  /** How often an open request is checked for a merge, e.g. 1m; at least 5s. Default 1m. */
+  pollInterval?: string
 }
 
 export interface PostgresSinkSettings {

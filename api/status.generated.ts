@@ -87,8 +87,10 @@ export interface InventoryStatusSink {
   name: string
   /** Namespace of the KollectSink. */
   namespace: string
-  /** Synced: the sink holds the latest snapshot. Pending: an export is due or running. Failing: the last attempt failed and is being retried. Drifted: the sink holds something else than the last export (edited outside Kollect) and its drift policy is Report. */
-  state: 'Synced' | 'Pending' | 'Failing' | 'Drifted'
+  /** Synced: the sink holds the latest snapshot. Pending: an export is due or running. Failing: the last attempt failed and is being retried. Drifted: the sink holds something else than the last export (edited outside Kollect) and its drift policy is Report. AwaitingReview: the sink (git in review mode) proposed the snapshot in an open request that is not merged yet. */
+  state: 'Synced' | 'Pending' | 'Failing' | 'Drifted' | 'AwaitingReview'
+  /** The open merge or pull request proposing the snapshot, while AwaitingReview. */
+  reviewUrl?: string
   /** Checksum of the snapshot the sink holds. */
   checksum?: string
   /** Items in the snapshot the sink holds. */

@@ -184,6 +184,7 @@ export interface SinkExportState extends ObjectRef {
   itemCount: number
   lastExportTime?: string
   message: string
+  reviewUrl?: string
 }
 
 /** What the exporter has recorded for an inventory; inventory status is a pure function of it. */

@@ -21,6 +21,11 @@ export interface SinkRuntime {
   holdTimer: unknown
   /** What the last check found and left (policy Report); null when in step. */
   drift: DriftResult | null
+  /** The confirmed snapshot is proposed for review (git review mode), not in the store of record yet. */
+  review: { url: string; checksum: string } | null
+  /** The next write of the proposed snapshot, which learns whether the request was merged. */
+  reviewTimer: unknown
+  reviewAt: number | null
 }
 
 /** What the exporter holds per inventory: its composition, sinks, schedule and journal state. */
@@ -46,6 +51,6 @@ export function newInventoryRuntime(composition: InventoryComposition): Inventor
 export function newSinkRuntime(ref: ObjectRef, poolKey: string, resolved: ResolvedSink | null): SinkRuntime {
   return {
     ref, poolKey, resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController(),
-    verifyDue: false, verified: false, verifyTimer: null, holdTimer: null, drift: null,
+    verifyDue: false, verified: false, verifyTimer: null, holdTimer: null, drift: null, review: null, reviewTimer: null, reviewAt: null,
   }
 }

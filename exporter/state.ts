@@ -12,12 +12,16 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
       const s: SinkExportState = {
         namespace: rt.ref.namespace,
         name: rt.ref.name,
-        state: rt.failing ? 'Failing' : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending' : rt.drift ? 'Drifted' : 'Synced',
+        state: rt.failing ? 'Failing'
+          : awaitsReview(inv, rt) ? 'AwaitingReview'
+          : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending'
+          : rt.drift ? 'Drifted' : 'Synced',
         checksum: rt.confirmed?.checksum ?? '',
         itemCount: rt.confirmed?.itemCount ?? 0,
         message: sinkMessage(inv, rt, missing),
       }
       if (rt.confirmed) s.lastExportTime = new Date(rt.confirmed.at).toISOString().replace(/\.\d{3}Z$/, 'Z')
+      if (s.state === 'AwaitingReview' && rt.review) s.reviewUrl = rt.review.url
       return s
     })
     .sort((a, b) => compareRefs(a, b))
@@ -33,7 +37,10 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
   if (last) state.lastExportTime = last
   if (inv.dueAt !== null) state.pending = true
   // A retry time already passed means an attempt is running: its end is unknown, so it is left out.
-  const next = [inv.dueAt, ...[...inv.sinks.values()].map((rt) => (rt.failing && rt.retryAt !== null && rt.retryAt > now ? rt.retryAt : null))]
+  const next = [inv.dueAt, ...[...inv.sinks.values()].flatMap((rt) => [
+    rt.failing && rt.retryAt !== null && rt.retryAt > now ? rt.retryAt : null,
+    awaitsReview(inv, rt) && rt.reviewAt !== null && rt.reviewAt > now ? rt.reviewAt : null,
+  ])]
     .filter((t): t is number => t !== null)
   if (next.length > 0) state.nextChangeInMs = Math.max(0, Math.min(...next) - now)
   return state
@@ -42,10 +49,16 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
 /** Why a sink is not simply Synced, in the order a reader needs it; empty when it is. */
 function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[]): string {
   if (rt.failing) return rt.failing
+  if (awaitsReview(inv, rt)) return `awaiting review: ${rt.review?.url ?? ''}`
   if (rt.confirmed) return rt.drift && !rt.pending ? driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs) : ''
   if (rt.pending && inv.journaled) return 'resuming the export pending at the last shutdown'
   if (missing.length > 0) return 'waiting for targets to report'
   return inv.composition.suspend ? 'suspended' : 'waiting for the first export'
+}
+
+/** The latest snapshot is proposed in an open request; a poll of it may be running. */
+function awaitsReview(inv: InventoryRuntime, rt: SinkRuntime): boolean {
+  return rt.review !== null && !rt.failing && inv.desired?.checksum === rt.review.checksum
 }
 
 function compareRefs(a: ObjectRef, b: ObjectRef): number {

@@ -1,7 +1,7 @@
 import { refKey } from '../api/canonical.js'
 import { formatDuration } from '../api/duration.js'
 import type { ResolvedSink, Snapshot } from '../api/types.js'
-import type { Sink } from '../sinks/sink.js'
+import type { Sink, WriteResult } from '../sinks/sink.js'
 import { driftSettings } from './drift.js'
 import type { Clock, ExporterObserver, Log } from './options.js'
 import type { SinkPool } from './pool.js'
@@ -64,6 +64,7 @@ export class SinkWriter {
             },
           })
           rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: clock.now() }
+          this.awaitReview(inv, rt, written.latest, written.result.review)
           rt.failing = null
           rt.retryAt = null
           if (rt.pending === written.latest) rt.pending = null
@@ -97,6 +98,29 @@ export class SinkWriter {
     rt.verifyTimer = null
     this.ctx.clock.clearTimeout(rt.holdTimer)
     rt.holdTimer = null
+    this.awaitReview(null, rt, null, undefined)
+  }
+
+  /**
+   * A snapshot proposed for review is written again after the sink's poll interval: that write
+   * learns whether the request was merged (or merges it). A newer change ends the wait, as it
+   * replaces the proposal anyway.
+   */
+  private awaitReview(inv: InventoryRuntime | null, rt: SinkRuntime, snapshot: Snapshot | null, review: WriteResult['review']): void {
+    const { clock } = this.ctx
+    clock.clearTimeout(rt.reviewTimer)
+    rt.reviewTimer = null
+    rt.reviewAt = null
+    rt.review = inv && snapshot && review ? { url: review.url, checksum: snapshot.checksum } : null
+    if (!inv || !review) return
+    rt.reviewAt = clock.now() + review.pollMs
+    rt.reviewTimer = clock.setTimeout(() => {
+      rt.reviewTimer = null
+      rt.reviewAt = null
+      if (rt.abort.signal.aborted) return
+      if (!rt.pending && inv.desired?.checksum === rt.review?.checksum) rt.pending = inv.desired
+      this.drive(inv, rt)
+    }, review.pollMs)
   }
 
   /**

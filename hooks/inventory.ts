@@ -1,6 +1,6 @@
 import { specProblems } from '../api/crd-schemas.js'
 import {
-  API_VERSION, type Condition, type FinalizeResult, type InventoryComposition, type InventoryExportState, type InventoryStatus,
+  API_VERSION, type Condition, type FinalizeResult, type InventoryComposition, type InventoryExportState, type InventoryStatus, type SinkExportState,
   type KollectInventorySpec, type KollectSinkSpec, type ObjectRef, type ResolvedSink,
 } from '../api/types.js'
 import { condition, sortConditions } from './conditions.js'
@@ -164,12 +164,13 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   const failing = state.sinks.filter((s) => s.state === 'Failing')
   const pending = state.sinks.filter((s) => s.state === 'Pending')
   const drifted = state.sinks.filter((s) => s.state === 'Drifted')
+  const reviewing = state.sinks.filter((s) => s.state === 'AwaitingReview')
   const troubled = [...failing, ...drifted]
   const conditions: Condition[] = [
     blocking.length > 0
       ? condition('Ready', false, (blocking[0] as Problem).reason, blocking.map((p) => p.message).join('; '), generation)
       : condition('Ready', true, 'Resolved', `${composition.targets.length} targets, ${state.sinks.length} sinks`, generation),
-    syncedCondition(composition, state, pending.length, failing.length, drifted.length, generation),
+    syncedCondition(composition, state, { pending, failing, drifted, reviewing }, generation),
     troubled.length > 0 || blocking.length > 0
       ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : drifted.length > 0 ? 'SinkDrifted' : (blocking[0] as Problem).reason,
         [...troubled.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
@@ -187,7 +188,10 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   return status
 }
 
-function syncedCondition(c: InventoryComposition, state: InventoryExportState, pending: number, failing: number, drifted: number, generation: number): Condition {
+type SinkGroups = Record<'pending' | 'failing' | 'drifted' | 'reviewing', SinkExportState[]>
+
+function syncedCondition(c: InventoryComposition, state: InventoryExportState, groups: SinkGroups, generation: number): Condition {
+  const [pending, failing, drifted] = [groups.pending.length, groups.failing.length, groups.drifted.length]
   if (c.suspend) return condition('Synced', false, 'Suspended', 'inventory is suspended; nothing is exported', generation)
   if (!state.complete) {
     return condition('Synced', false, 'WaitingForTargets', `waiting for targets to report: ${state.missingTargets.map((t) => t.name).join(', ')}`, generation)
@@ -197,6 +201,10 @@ function syncedCondition(c: InventoryComposition, state: InventoryExportState, p
     return condition('Synced', false, 'Pending', `a change waits for the ${formatDuration(c.debounceMs)} debounce; checksum and itemCount are the last export's`, generation)
   }
   if (pending > 0) return condition('Synced', false, 'Pending', `${pending} of ${state.sinks.length} sinks pending`, generation)
+  if (groups.reviewing.length > 0) {
+    const requests = groups.reviewing.map((s) => `${s.namespace}/${s.name} ${s.reviewUrl ?? ''}`.trim()).join(', ')
+    return condition('Synced', false, 'AwaitingReview', `${groups.reviewing.length} of ${state.sinks.length} sinks await review: ${requests}`, generation)
+  }
   if (drifted > 0) return condition('Synced', false, 'Drifted', `${drifted} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
   return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
 }

@@ -5,6 +5,11 @@ export interface WriteResult {
   added: number
   changed: number
   removed: number
+  /**
+   * The snapshot is proposed for review and not in the store of record yet (git review mode):
+   * the open request, and when to write the snapshot again to learn whether it was merged.
+   */
+  review?: { url: string; pollMs: number }
 }
 
 /**

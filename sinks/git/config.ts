@@ -1,3 +1,4 @@
+import { formatDuration, parseDuration } from '../../api/duration.js'
 import type { KollectSinkSpec } from '../../api/types.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { Credentials } from '../sink.js'
@@ -22,6 +23,8 @@ export interface GitSettings {
   auth: GitAuth | undefined
   /** Every form in which the credentials could show up in git's output. */
   secrets: Secrets
+  /** Review mode: exports are proposed to `branch` (the target) as merge or pull requests. */
+  review: ReviewSettings | undefined
 }
 
 export const DEFAULT_GIT_PATH = 'inventory/{cluster}/{namespace}/{name}.json'
@@ -31,13 +34,12 @@ export function resolveGitSettings(spec: KollectSinkSpec, credentials: Credentia
     throw configError(sink, problem)
   }
   const git = spec.git ?? {}
-  // Until the sink proposes changes for review, pushing them to the target branch instead would
-  // skip the review the spec asks for: refuse, and say so in status.
-  if (git.review !== undefined) invalid('git.review: review mode is not available in this version yet; remove it to push to the branch directly')
+  const review = resolveReviewSettings(spec, credentials, sink)
   const url = git.url?.trim() || undefined
   const urlProblem = url === undefined ? undefined : checkUrl(url)
   if (urlProblem) invalid(urlProblem)
-  const branch = git.branch || 'main'
+  // In review mode the branch the sink reads and bases its proposals on is the review's target.
+  const branch = review?.targetBranch ?? (git.branch || 'main')
   if (!isValidBranch(branch)) invalid(`branch "${branch}" is not a valid branch name`)
   const layout = git.layout ?? 'document'
   if (layout !== 'document' && layout !== 'perResource') {
@@ -55,6 +57,7 @@ export function resolveGitSettings(spec: KollectSinkSpec, credentials: Credentia
     },
     auth: auth?.auth,
     secrets: secretsFromCredentials(credentials, { values: auth?.encoded ?? [] }),
+    review,
   }
 }
 
@@ -133,6 +136,8 @@ export interface ReviewSettings {
   titleTemplate: string
   descriptionTemplate: string
   autoMerge: 'never' | 'whenChecksPass'
+  /** How long an open request waits before the sink asks the forge again. */
+  pollMs: number
 }
 
 /** What names the review branch and title; the description adds the export's counts and checksum. */
@@ -152,6 +157,8 @@ export interface ReviewExport extends ReviewSubject {
 const NAME_PLACEHOLDERS = ['cluster', 'namespace', 'name'] as const
 const DESCRIPTION_PLACEHOLDERS = [...NAME_PLACEHOLDERS, 'added', 'changed', 'removed', 'checksum'] as const
 
+export const DEFAULT_REVIEW_POLL_MS = 60_000
+const MIN_REVIEW_POLL_MS = 5_000
 export const DEFAULT_REVIEW_BRANCH = 'kollect/{namespace}/{name}'
 export const DEFAULT_REVIEW_TITLE = 'kollect: {namespace}/{name} on {cluster}'
 export const DEFAULT_REVIEW_DESCRIPTION = 'Inventory {namespace}/{name} on cluster {cluster}: +{added} ~{changed} -{removed}\n\nSnapshot checksum: {checksum}'
@@ -186,6 +193,12 @@ export function resolveReviewSettings(spec: KollectSinkSpec, credentials: Creden
     titleTemplate: review.titleTemplate || DEFAULT_REVIEW_TITLE,
     descriptionTemplate: review.descriptionTemplate || DEFAULT_REVIEW_DESCRIPTION,
     autoMerge: review.autoMerge ?? 'never',
+    pollMs: DEFAULT_REVIEW_POLL_MS,
+  }
+  if (review.pollInterval !== undefined) {
+    const poll = parseDuration(review.pollInterval)
+    if (poll === null || poll < MIN_REVIEW_POLL_MS) invalid(`pollInterval "${review.pollInterval.slice(0, 64)}" must be a duration of at least ${formatDuration(MIN_REVIEW_POLL_MS)}`)
+    settings.pollMs = poll as number
   }
   if (settings.autoMerge !== 'never' && settings.autoMerge !== 'whenChecksPass') invalid(`autoMerge must be never or whenChecksPass, not "${String(settings.autoMerge)}"`)
   for (const [field, template, allowed] of [

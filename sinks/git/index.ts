@@ -10,6 +10,7 @@ import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, ty
 import { resolveGitSettings, type GitSettings } from './config.js'
 import { blobId, documentDrift, resourceDrift, type Drift } from './drift.js'
 import { itemPath, managedPath, planFiles, removeMessage, repairMessage, writeMessage } from './encode.js'
+import { createReviewProvider, ReviewFlow } from './review/propose.js'
 import { GitRepository } from './service.js'
 
 /** Push attempts per export before giving up with a retriable error. */
@@ -38,13 +39,16 @@ interface Staged {
 export function createGitSink(opts: SinkOptions): Sink {
   const label: SinkLabel = { kind: 'git', id: opts.id }
   const queue = new SerialQueue()
-  let state: { settings: GitSettings; repo: GitRepository } | undefined
+  let state: { settings: GitSettings; repo: GitRepository; review: ReviewFlow | undefined } | undefined
   // A bad spec surfaces on every call as a permanent error instead of throwing here, so the
   // exporter reports it in status like any other sink failure.
-  const resolved = (): { settings: GitSettings; repo: GitRepository } => {
+  const resolved = (): { settings: GitSettings; repo: GitRepository; review: ReviewFlow | undefined } => {
     if (!state) {
       const settings = resolveGitSettings(opts.spec, opts.credentials, label)
-      state = { settings, repo: new GitRepository(settings, opts.dataDir, label) }
+      const repo = new GitRepository(settings, opts.dataDir, label)
+      const check = opts.checkEndpoint ?? (() => Promise.resolve(null))
+      const review = settings.review && new ReviewFlow(settings, settings.review, createReviewProvider(settings.review, check), repo, label)
+      state = { settings, repo, review }
     }
     return state
   }
@@ -121,10 +125,10 @@ export function createGitSink(opts: SinkOptions): Sink {
   }
 
   const write = async (snapshot: Snapshot): Promise<WriteResult> => {
-    const { settings, repo } = resolved()
+    const { settings, repo, review } = resolved()
     const managed = managedFor(snapshot.inventory, snapshot.cluster)
     const rendered = snapshotId(snapshot)
-    const staged = await publish(managed, async () => {
+    const stage = async (): Promise<Staged | undefined> => {
       const state = await readHeld(managed)
       // Files are a pure function of the snapshot: if we rendered these very files, done.
       if (state.rendered === rendered) return undefined
@@ -136,12 +140,22 @@ export function createGitSink(opts: SinkOptions): Sink {
       }
       const result = resultOf(diff)
       return { message: writeMessage(snapshot, result), result, held: diff.next, rendered }
-    })
-    return staged?.result ?? emptyResult()
+    }
+    if (review) {
+      await repo.syncToTip(managed)
+      const staged = await stage()
+      const result = await review.propose(snapshot, staged && { ...staged, rendered })
+      // Blob and tree ids name content: once the target holds what was proposed, this finds it done.
+      if (staged) remember(managed, { objectId: await repo.objectId(managed), held: staged.held, rendered })
+      return result
+    }
+    return (await publish(managed, stage))?.result ?? emptyResult()
   }
 
   const remove = async (inventory: ObjectRef, cluster: string): Promise<void> => {
-    const { repo } = resolved()
+    const { repo, review } = resolved()
+    // The record on the target branch changes only through review: finalize withdraws the proposal.
+    if (review) return review.withdraw({ cluster, namespace: inventory.namespace, name: inventory.name })
     const managed = managedFor(inventory, cluster)
     await publish(managed, async () => {
       await repo.tree.removePath(managed)
@@ -199,7 +213,8 @@ export function createGitSink(opts: SinkOptions): Sink {
   return {
     id: opts.id,
     write: (snapshot) => queue.run(() => write(snapshot)),
-    verify: (snapshot, mode) => queue.run(() => verify(snapshot, mode)),
+    // In review mode a repair would bypass the review; each poll of the request compares the target instead.
+    ...(opts.spec.git?.review ? {} : { verify: (snapshot: Snapshot, mode: DriftMode) => queue.run(() => verify(snapshot, mode)) }),
     remove: (inventory, cluster) => queue.run(() => remove(inventory, cluster)),
     healthcheck: async () => {
       const { repo } = resolved()

@@ -15,7 +15,6 @@ import { WorkTree } from './worktree.js'
 
 export type PushOutcome = 'pushed' | 'rejected'
 
-
 /** The repository a git sink writes in: the data directory itself, or a clone of the remote in it. */
 export class GitRepository {
   readonly dir: string
@@ -137,8 +136,7 @@ export class GitRepository {
   }
 
   /** Fetches the branch; false when the remote does not have it. */
-  private async fetch(): Promise<boolean> {
-    const { branch } = this.settings
+  private async fetch(branch = this.settings.branch): Promise<boolean> {
     try {
       await this.run('fetch', ['fetch', '-v', '--no-tags', 'origin', `+refs/heads/${branch}:refs/remotes/origin/${branch}`])
     } catch (err) {
@@ -170,6 +168,12 @@ export class GitRepository {
     return (await this.fetch()) ? this.resolve(`refs/remotes/origin/${branch}`) : ''
   }
 
+  /** Another branch of the remote (a review branch), just fetched: its commit, or "" when absent. */
+  async remoteBranch(branch: string): Promise<string> {
+    await this.open()
+    return (await this.fetch(branch)) ? this.resolve(`refs/remotes/origin/${branch}`) : ''
+  }
+
   /** Object id of every file under dir at a commit, by path. */
   async fileIds(rev: string, dir: string): Promise<Map<string, string>> {
     return parseBlobIds(await this.run('ls-tree', ['ls-tree', '-r', '-z', rev, '--', dir]))
@@ -192,7 +196,6 @@ export class GitRepository {
   async head(): Promise<string> {
     return this.resolve('HEAD')
   }
-
 
   /** Stages the managed path and says whether a commit would change anything. */
   async stage(relPath: string): Promise<boolean> {

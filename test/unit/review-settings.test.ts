@@ -43,7 +43,7 @@ describe('resolveReviewSettings', () => {
     assert.deepEqual(resolveReviewSettings(specWith({}), TOKEN, SINK), {
       provider: 'gitlab', apiUrl: 'https://gitlab.example/api/v4', project: 'platform/inventory', token: TOKEN.token,
       targetBranch: 'records', branchTemplate: 'kollect/{namespace}/{name}', titleTemplate: 'kollect: {namespace}/{name} on {cluster}',
-      descriptionTemplate: DEFAULT_REVIEW_DESCRIPTION, autoMerge: 'never',
+      descriptionTemplate: DEFAULT_REVIEW_DESCRIPTION, autoMerge: 'never', pollMs: 60_000,
     } satisfies ReviewSettings)
     assert.equal(resolveReviewSettings(specWith({}, { url: 'https://g.example/r.git' }), TOKEN, SINK)?.targetBranch, 'main', 'git.branch defaults to main')
   })
@@ -153,10 +153,18 @@ describe('the CRD schema of git.review', () => {
   })
 })
 
-test('until review mode lands, a git sink that asks for review is refused, never pushed to the target unreviewed', () => {
-  assert.throws(
-    () => resolveGitSettings(specWith({}), TOKEN, SINK),
-    (err: unknown) => err instanceof SinkError && !err.retriable && /review mode is not available/.test(err.message),
-  )
-  assert.doesNotThrow(() => resolveGitSettings(specWith(undefined), TOKEN, SINK))
+test('review mode: the sink reads and bases its proposals on the target branch, and carries the review settings', () => {
+  const settings = resolveGitSettings(specWith({ targetBranch: 'records-reviewed' }), TOKEN, SINK)
+  assert.equal(settings.branch, 'records-reviewed')
+  assert.equal(settings.review?.targetBranch, 'records-reviewed')
+  assert.equal(resolveGitSettings(specWith({}), TOKEN, SINK).branch, 'records', 'no targetBranch: git.branch')
+  assert.equal(resolveGitSettings(specWith(undefined), TOKEN, SINK).review, undefined)
+})
+
+test('pollInterval: a duration of at least 5s, 1m by default', () => {
+  assert.equal(resolveReviewSettings(specWith({}), TOKEN, SINK)?.pollMs, 60_000)
+  assert.equal(resolveReviewSettings(specWith({ pollInterval: '5s' }), TOKEN, SINK)?.pollMs, 5_000)
+  assert.match(refusal({ pollInterval: '1s' }), /pollInterval "1s" must be a duration of at least 5s/)
+  assert.match(refusal({ pollInterval: 'soon' }), /pollInterval "soon" must be a duration/)
+  assert.throws(() => resolveGitSettings(specWith({ pollInterval: 'soon' }), TOKEN, SINK), (err: unknown) => err instanceof SinkError && !err.retriable)
 })
