@@ -143,11 +143,9 @@ export function createGitSink(opts: SinkOptions): Sink {
     }
     if (review) {
       await repo.syncToTip(managed)
+      // Nothing is remembered of a proposal: the held cache describes the target branch alone.
       const staged = await stage()
-      const result = await review.propose(snapshot, staged && { ...staged, rendered })
-      // Blob and tree ids name content: once the target holds what was proposed, this finds it done.
-      if (staged) remember(managed, { objectId: await repo.objectId(managed), held: staged.held, rendered })
-      return result
+      return review.propose(snapshot, staged && { ...staged, rendered })
     }
     return (await publish(managed, stage))?.result ?? emptyResult()
   }

@@ -44,7 +44,9 @@ export function gitFailure(sink: SinkLabel, action: string, err: unknown, secret
     .filter((line) => line !== '' && !line.startsWith('hint:'))
     .join('; ')
     .slice(0, 1000)
-  return sinkFailure(sink, `git ${action}`, new Error(detail || 'unknown error'), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)
+  // git's own words for refused credentials name a prompt it may not show, not the cause.
+  const hint = /could not read (Username|Password)|Authentication failed/i.test(raw) ? ' (the remote refused the credentials: check the sink secret)' : ''
+  return sinkFailure(sink, `git ${action}`, new Error((detail || 'unknown error') + hint), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)
 }
 
 export function isRejectedBecauseRemoteMoved(message: string): boolean {

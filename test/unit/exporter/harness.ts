@@ -47,6 +47,8 @@ export class RecordingSink implements Sink {
   readonly removes: RemoveRecord[] = []
   closeCount = 0
   failureMessage = 'sink unavailable: connection refused (test)'
+  /** Set: every write proposes its snapshot for review instead of holding it (git review mode). */
+  reviewing: { url: string; pollMs: number } | null = null
   private failWrites = 0
   private failRemoves = 0
   private writeError: (() => Error) | null = null
@@ -108,7 +110,8 @@ export class RecordingSink implements Sink {
     const diff = diffItems(this.held, snapshot.items)
     this.held = diff.next
     this.writes.push(record)
-    return { added: diff.added.length, changed: diff.changed.length, removed: diff.removed.length }
+    const result = { added: diff.added.length, changed: diff.changed.length, removed: diff.removed.length }
+    return this.reviewing ? { ...result, review: { ...this.reviewing } } : result
   }
 
   async remove(inventory: ObjectRef, cluster: string): Promise<void> {

@@ -233,6 +233,8 @@ describe('composeInventory', () => {
 const CHECKSUM = 'f36372d41ec0b9e0222aa653c23bafca92a292419991f808ed2fcc84f847ca9d'
 const EXPORTED_AT = '2026-11-01T10:00:05Z'
 const GIT_SYNCED: SinkExportState = { namespace: 'team-a', name: 'git-demo', state: 'Synced', checksum: CHECKSUM, itemCount: 2, lastExportTime: EXPORTED_AT, message: '' }
+const REVIEW_URL = 'https://gitea.example/platform/inventory/pulls/7'
+const GIT_REVIEWING: SinkExportState = { ...GIT_SYNCED, state: 'AwaitingReview', reviewUrl: REVIEW_URL, message: `awaiting review: ${REVIEW_URL}` }
 const PG_FAILING: SinkExportState = { namespace: 'platform', name: 'shared-pg', state: 'Failing', checksum: '', itemCount: 0, message: 'connection refused (attempt 3, next in 4s)' }
 
 function exportState(over: Partial<InventoryExportState>): InventoryExportState {
@@ -291,6 +293,24 @@ describe('inventoryStatus', () => {
           cond('Degraded', 'False', 'AsExpected', ''),
           cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
           cond('Synced', 'False', 'Pending', 'a change waits for the 10s debounce; checksum and itemCount are the last export\'s'),
+        ],
+      },
+    },
+    {
+      reason: 'a sink awaiting review is Synced False AwaitingReview naming the request, and not Degraded',
+      composed: composed({}),
+      state: exportState({ sinks: [GIT_REVIEWING] }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [GIT_REVIEWING],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '1 targets, 1 sinks'),
+          cond('Synced', 'False', 'AwaitingReview', `1 of 1 sinks await review: team-a/git-demo ${REVIEW_URL}`),
         ],
       },
     },
@@ -458,6 +478,7 @@ describe('resyncAfterSeconds', () => {
     { reason: 'a debounce firing now: at least 1 s', state: exportState({ pending: true, nextChangeInMs: 0 }), want: 1 },
     { reason: 'a failing sink retrying in at most 8 s: 9 s', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED], nextChangeInMs: 8_000 }), want: 9 },
     { reason: 'a failing sink backing off for 10 minutes: capped at 60 s', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED], nextChangeInMs: 600_000 }), want: 60 },
+    { reason: 'a sink awaiting review polled in 30 s: 31 s', state: exportState({ sinks: [GIT_REVIEWING], nextChangeInMs: 30_000 }), want: 31 },
     { reason: 'a write in flight with no timer: a short resync', state: exportState({ sinks: [PENDING_WRITE] }), want: 2 },
     { reason: 'a failing sink whose retry is running (no known end): a modest resync, not one a second', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED] }), want: 10 },
     { reason: 'targets not all heard from: a modest resync', state: exportState({ complete: false, missingTargets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: [] }), want: 10 },
