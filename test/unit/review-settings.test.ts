@@ -10,6 +10,7 @@ import {
 import { renderTemplate, templateProblem } from '../../sinks/git/review/templates.js'
 import { createSinkFactory } from '../../sinks/registry.js'
 import { SinkError } from '../../sinks/sink.js'
+import { loadExampleCr } from '../support/metacontroller.js'
 
 // git.review settings: defaults, every refusal as a permanent configuration error, templates
 // rendered from data only, and the SSRF guard on review.apiUrl before the sink is built.
@@ -37,6 +38,17 @@ function refusal(review: Partial<GitReviewSettings>, git?: KollectSinkSpec['git'
 describe('resolveReviewSettings', () => {
   test('review mode is off without git.review', () => {
     assert.equal(resolveReviewSettings(specWith(undefined), TOKEN, SINK), undefined)
+  })
+
+  test('the example in examples/crs is accepted by the exporter, with the defaults the docs give', () => {
+    const spec = loadExampleCr('sink-git-review.yaml').spec as KollectSinkSpec
+    const settings = resolveGitSettings(spec, TOKEN, SINK)
+    assert.equal(settings.branch, 'main', 'the sink reads and bases its proposals on the target branch')
+    assert.deepEqual({ ...settings.review, token: '' }, {
+      provider: 'gitea', apiUrl: 'https://gitea.example.com/api/v1', project: 'platform/inventory', token: '', targetBranch: 'main',
+      branchTemplate: 'kollect/{namespace}/{name}', titleTemplate: 'kollect: {namespace}/{name} on {cluster}',
+      descriptionTemplate: DEFAULT_REVIEW_DESCRIPTION, autoMerge: 'never', pollMs: 60_000,
+    })
   })
 
   test('defaults: target is the sink branch, the documented templates, never auto-merge, the secret token', () => {

@@ -90,6 +90,7 @@ const INVALID = (message: string) => sinkStatus(cond('Ready', 'False', 'InvalidC
 describe('syncSink', () => {
   const cases: { reason: string; parent: KubeObject; want: SyncResponse<SinkStatus> }[] = [
     { reason: 'the example git sink (local repository, templated path) is valid', parent: loadExampleCr('sink-git.yaml'), want: VALID(1) },
+    { reason: 'the example git sink in review mode (a Gitea remote, the token in its secretRef) is valid', parent: loadExampleCr('sink-git-review.yaml'), want: VALID(1) },
     { reason: 'the example nats sink is valid when the policy allows its url', parent: loadExampleCr('sink-nats.yaml'), want: VALID(1) },
     { reason: 'the example postgres sink with its secretRef is valid', parent: loadExampleCr('sink-postgres.yaml'), want: VALID(1) },
     { reason: 'the example s3 sink with its secretRef is valid when the policy allows its endpoint', parent: loadExampleCr('sink-s3.yaml'), want: VALID(1) },
