@@ -8,6 +8,7 @@ import { benchHookSync } from './hook-sync.js'
 import { benchItemBudget } from './item-budget.js'
 import { benchLoad } from './load.js'
 import { benchMemory } from './memory.js'
+import { benchReview } from './review.js'
 import { benchTenants } from './tenants.js'
 
 const results: boolean[] = []
@@ -16,6 +17,7 @@ results.push(await benchExporter(10_000, 'document'))
 results.push(await benchExporter(10_000, 'perResource'))
 results.push(await benchS3Exporter(10_000))
 results.push(await benchKafkaExporter(10_000))
+results.push(await benchReview(1_000))
 results.push(await benchFleet(10, 5_000))
 results.push(await benchFailover(3))
 results.push(await benchItemBudget())
