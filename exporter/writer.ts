@@ -63,7 +63,9 @@ export class SinkWriter {
               else log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
             },
           })
-          rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: clock.now() }
+          // A poll that finds the proposal still open is no new export: status stays byte-identical.
+          const polled = written.result.review && rt.review?.checksum === written.latest.checksum && rt.confirmed?.checksum === written.latest.checksum
+          if (!polled) rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: clock.now() }
           this.awaitReview(inv, rt, written.latest, written.result.review)
           rt.failing = null
           rt.retryAt = null

@@ -32,10 +32,11 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
     if (template.includes('\0')) problems.push(`spec.${spec.type}.path: must not contain NUL`)
   }
   if (spec.type === 'postgres' && !spec.secretRef) problems.push('spec.secretRef: a postgres sink reads its DSN from a Secret')
-  const url = spec.type === 'git' ? spec.git?.url : spec.type === 'nats' ? spec.nats?.url : undefined
-  if (url) {
-    const refused = policy.checkEndpoint(url)
-    if (refused) problems.push(`spec.${spec.type}.url: ${refused}`)
+  const endpoints = spec.type === 'git' ? { 'git.url': spec.git?.url, 'git.review.apiUrl': spec.git?.review?.apiUrl }
+    : spec.type === 'nats' ? { 'nats.url': spec.nats?.url } : {}
+  for (const [field, url] of Object.entries(endpoints)) {
+    const refused = url ? policy.checkEndpoint(url) : null
+    if (refused) problems.push(`spec.${field}: ${refused}`)
   }
   problems.push(...s3Problems(spec, policy))
   return problems

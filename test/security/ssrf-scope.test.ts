@@ -209,6 +209,12 @@ describe('sink endpoints through the hooks server', () => {
     assert.deepEqual(ready(await send(strict.url, ROUTES.sinkSync, { body: sinkSync({ type: 'git', git: { url: 'https://github.com/org/repo.git' } }, 'git') })), ['True', 'Valid', 'configuration is valid'])
   })
 
+  test('a review-mode Git sink whose forge API is the metadata service is InvalidConfig naming the field, before any export', async () => {
+    const review = { provider: 'gitea', apiUrl: 'http://169.254.169.254/api/v1', project: 'org/repo' }
+    const body = sinkSync({ type: 'git', secretRef: { name: 'forge-token' }, git: { url: 'https://github.com/org/repo.git', review } }, 'git')
+    assert.deepEqual(ready(await send(strict.url, ROUTES.sinkSync, { body })), ['False', 'InvalidConfig', 'spec.git.review.apiUrl: host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)'])
+  })
+
   test('S3 endpoints on the metadata service or loopback are InvalidConfig naming the host', async () => {
     const cases: [string, string][] = [
       ['http://169.254.169.254', 'spec.s3.endpoint: host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)'],

@@ -34,13 +34,14 @@ test('review: AwaitingReview with the URL, polled by writing the same snapshot u
   clock.advance(1)
   await exporter.idle()
   assert.deepEqual(sink.checksums, [expected(items).checksum, expected(items).checksum], 'the poll writes the same snapshot')
-  assert.equal(exporter.inventoryState(INV)?.sinks[0]?.state, 'AwaitingReview')
+  assert.deepEqual(exporter.inventoryState(INV)?.sinks, awaiting?.sinks, 'a poll that finds the request open changes nothing in status, lastExportTime included')
 
   sink.reviewing = null // merged
   clock.advance(POLL_MS)
   await exporter.idle()
   const synced = exporter.inventoryState(INV)
   assert.deepEqual(synced?.sinks.map((s) => [s.state, s.reviewUrl, s.message]), [['Synced', undefined, '']])
+  assert.notEqual(synced?.sinks[0]?.lastExportTime, awaiting?.sinks[0]?.lastExportTime, 'the merge is when the record took the snapshot')
   assert.equal(synced?.nextChangeInMs, undefined)
   clock.advance(10 * POLL_MS)
   await exporter.idle()
