@@ -149,6 +149,8 @@ export class Exporter implements ExporterClient {
       for (const s of inv.sinks.values()) this.writer.stop(s)
     }
     await Promise.allSettled([...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)))
+    // A confirmation's journal update is not awaited by its writer: a closed exporter writes nothing more.
+    await this.journal.journal?.drain()
     await this.pool.close()
   }
 

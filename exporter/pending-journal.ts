@@ -33,6 +33,11 @@ export class PendingJournal {
     return this.queue.run(() => rm(this.fileOf(inventory), { force: true }))
   }
 
+  /** Resolves once every queued save and removal has ended. */
+  drain(): Promise<void> {
+    return this.queue.drain()
+  }
+
   async load(): Promise<{ entries: PendingExport[]; problems: string[] }> {
     const entries: PendingExport[] = []
     const problems: string[] = []

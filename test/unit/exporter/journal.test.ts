@@ -104,3 +104,17 @@ test('journal: a torn or foreign file is reported and skipped; finalize removes 
   assert.equal(done.finalized, true)
   assert.deepEqual(await files(), [], 'a finalized inventory owes nothing')
 })
+
+test('journal: close waits for the journal update a confirmation queued, so nothing writes in the data directory after it', LIMIT, async (t) => {
+  const dir = await journalDir(t)
+  const h = harness(t, { journal: new PendingJournal(dir) })
+  await h.exporter.applyInventory(composition())
+  const sink = h.factory.sink('team-a/primary')
+  sink.failNextWrites(1)
+  await h.exporter.reportTarget(report(T1, itemsOf(T1, 2)))
+  h.clock.advance(2_000)
+  // The failure journals the export; the retry's confirmation removes the entry without being awaited.
+  await eventually(() => sink.writes.length === 1, 'the retried write')
+  await h.exporter.close()
+  assert.deepEqual((await readdir(dir)).filter(isJournal), [], 'the removal ended before close returned')
+})
