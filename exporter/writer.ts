@@ -100,7 +100,14 @@ export class SinkWriter {
     rt.verifyTimer = null
     this.ctx.clock.clearTimeout(rt.holdTimer)
     rt.holdTimer = null
-    this.awaitReview(null, rt, null, undefined)
+    this.cancelReviewPoll(rt)
+  }
+
+  private cancelReviewPoll(rt: SinkRuntime): void {
+    this.ctx.clock.clearTimeout(rt.reviewTimer)
+    rt.reviewTimer = null
+    rt.reviewAt = null
+    rt.review = null
   }
 
   /**
@@ -108,13 +115,11 @@ export class SinkWriter {
    * learns whether the request was merged (or merges it). A newer change ends the wait, as it
    * replaces the proposal anyway.
    */
-  private awaitReview(inv: InventoryRuntime | null, rt: SinkRuntime, snapshot: Snapshot | null, review: WriteResult['review']): void {
+  private awaitReview(inv: InventoryRuntime, rt: SinkRuntime, snapshot: Snapshot, review: WriteResult['review']): void {
     const { clock } = this.ctx
-    clock.clearTimeout(rt.reviewTimer)
-    rt.reviewTimer = null
-    rt.reviewAt = null
-    rt.review = inv && snapshot && review ? { url: review.url, checksum: snapshot.checksum } : null
-    if (!inv || !review) return
+    this.cancelReviewPoll(rt)
+    if (!review) return
+    rt.review = { url: review.url, checksum: snapshot.checksum }
     rt.reviewAt = clock.now() + review.pollMs
     rt.reviewTimer = clock.setTimeout(() => {
       rt.reviewTimer = null

@@ -191,21 +191,20 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
 type SinkGroups = Record<'pending' | 'failing' | 'drifted' | 'reviewing', SinkExportState[]>
 
 function syncedCondition(c: InventoryComposition, state: InventoryExportState, groups: SinkGroups, generation: number): Condition {
-  const [pending, failing, drifted] = [groups.pending.length, groups.failing.length, groups.drifted.length]
   if (c.suspend) return condition('Synced', false, 'Suspended', 'inventory is suspended; nothing is exported', generation)
   if (!state.complete) {
     return condition('Synced', false, 'WaitingForTargets', `waiting for targets to report: ${state.missingTargets.map((t) => t.name).join(', ')}`, generation)
   }
-  if (failing > 0) return condition('Synced', false, 'Failing', `${failing} of ${state.sinks.length} sinks failing`, generation)
+  if (groups.failing.length > 0) return condition('Synced', false, 'Failing', `${groups.failing.length} of ${state.sinks.length} sinks failing`, generation)
   if (state.pending) {
     return condition('Synced', false, 'Pending', `a change waits for the ${formatDuration(c.debounceMs)} debounce; checksum and itemCount are the last export's`, generation)
   }
-  if (pending > 0) return condition('Synced', false, 'Pending', `${pending} of ${state.sinks.length} sinks pending`, generation)
+  if (groups.pending.length > 0) return condition('Synced', false, 'Pending', `${groups.pending.length} of ${state.sinks.length} sinks pending`, generation)
   if (groups.reviewing.length > 0) {
     const requests = groups.reviewing.map((s) => `${s.namespace}/${s.name} ${s.reviewUrl ?? ''}`.trim()).join(', ')
     return condition('Synced', false, 'AwaitingReview', `${groups.reviewing.length} of ${state.sinks.length} sinks await review: ${requests}`, generation)
   }
-  if (drifted > 0) return condition('Synced', false, 'Drifted', `${drifted} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
+  if (groups.drifted.length > 0) return condition('Synced', false, 'Drifted', `${groups.drifted.length} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
   return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
 }
 
