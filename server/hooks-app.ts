@@ -4,7 +4,7 @@ import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { QuietProbes, type Logger } from './logger.js'
 import { apiAuth } from './plugins/api-auth.js'
 import { errorMapping } from './plugins/errors.js'
-import { extraction } from './plugins/extraction.js'
+import { extraction, extractionStarted } from './plugins/extraction.js'
 import { guard } from './plugins/guard.js'
 import type { HookRouteDeps } from './plugins/hook-route.js'
 import { inventoryRoutes } from './plugins/inventories.js'
@@ -46,5 +46,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     await hooks.register(sinkRoutes, deps)
   })
   await app.register(probes, deps)
+  // After the plugins, so the wait is not held to Fastify's plugin timeout.
+  await extractionStarted(app, deps.logger)
   return app
 }
