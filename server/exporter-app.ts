@@ -1,13 +1,14 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { kubernetesKeywords } from '../api/crd-schemas.js'
 import type { ExporterClient, InventoryComposition, ObjectRef, ReportResult, ResolvedSink, TargetReport } from '../api/types.js'
-import { authHeader, authorized, type HookAuth } from './auth.js'
+import { authHeader, type HookAuth } from './auth.js'
 import { KollectError, errorBody } from './errors.js'
 import { inventoryCompositionSchema, removedTargetSchema, resolvedSinkSchema, targetReportSchema } from './exporter-schemas.js'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { jsonBodyParser } from './json-depth.js'
 import { QUIET_ROUTE, QuietProbes, type Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
+import { apiAuth, isOpenRoute } from './plugins/api-auth.js'
 
 // The exporter sidecar's API: the hooks container is its only client, over loopback, with the
 // same authentication. Paths mirror the ExporterClient methods one to one.
@@ -60,12 +61,11 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   // The same bounded parser as the hooks: nothing reaches the exporter's state unparsed or too deep.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser(deps.maxJsonDepth))
-  app.addHook('onRequest', async (request) => {
-    if (request.url.startsWith('/v1/') && !authorized(request.headers.authorization, deps.auth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
-  })
+  // The same guard as the hooks, on the route matched, not the request-target: `/%76%31/…` is `/v1/…`.
+  await app.register(apiAuth, { auth: deps.auth })
   // With KOLLECT_EXPORTER_PEERS the hooks call every replica and take the active one's answer.
   app.addHook('onSend', async (request, reply) => {
-    if (request.url.startsWith('/v1/')) void reply.header(EXPORTER_ROLE_HEADER, (deps.ready?.() ?? true) ? 'active' : 'standby')
+    if (!request.is404 && !isOpenRoute(request)) void reply.header(EXPORTER_ROLE_HEADER, (deps.ready?.() ?? true) ? 'active' : 'standby')
   })
   app.setErrorHandler((error: Error & { code?: string; statusCode?: number; validation?: unknown }, request, reply) => {
     const known = error instanceof KollectError ? error

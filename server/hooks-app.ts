@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { HTTP_TIMEOUTS } from './http-timeouts.js'
 import { QuietProbes, type Logger } from './logger.js'
+import { apiAuth } from './plugins/api-auth.js'
 import { errorMapping } from './plugins/errors.js'
-import { extraction } from './plugins/extraction.js'
+import { extraction, extractionStarted } from './plugins/extraction.js'
 import { guard } from './plugins/guard.js'
 import type { HookRouteDeps } from './plugins/hook-route.js'
 import { inventoryRoutes } from './plugins/inventories.js'
@@ -31,10 +32,12 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     // Plain ajv for the envelope: no coercion, so a wrong type is a 400, not silently fixed.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   })
+  // First, at the root: every route needs the token but the probes, hook routes and any later one.
+  await app.register(apiAuth, { auth: deps.config.hookAuth })
   await app.register(jsonBody, deps)
   await app.register(errorMapping, deps)
   await app.register(extraction, deps)
-  // One context for the hook routes: the guard runs on them, and the probes stay outside it.
+  // One context for the hook routes: the in-flight bounds run on them, and the probes stay outside it.
   await app.register(async (hooks) => {
     await hooks.register(guard, deps)
     await hooks.register(targetRoutes, deps)
@@ -43,5 +46,7 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     await hooks.register(sinkRoutes, deps)
   })
   await app.register(probes, deps)
+  // After the plugins, so the wait is not held to Fastify's plugin timeout.
+  await extractionStarted(app, deps.logger)
   return app
 }

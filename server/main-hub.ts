@@ -1,10 +1,10 @@
 // Hub mode: the same image fans in the spokes' NATS JetStream events to the hub's own sinks.
 // It takes no hook calls: its only HTTP routes are the probes and /metrics.
-import Fastify from 'fastify'
 import { loadHubConfig } from '../hub/config.js'
 import { Hub } from '../hub/hub.js'
 import { createHubMetrics } from '../hub/metrics.js'
 import { loadConfig } from './config.js'
+import { buildHubApp } from './hub-app.js'
 import { onShutdown } from './lifecycle.js'
 import { createLogger } from './logger.js'
 
@@ -18,11 +18,8 @@ export async function runHub(env: Record<string, string | undefined> = process.e
     metrics,
     log: (level, msg, fields) => logger[level](fields ?? {}, msg),
   })
-  const app = Fastify({ logger: false })
   let ready = false
-  app.get('/healthz', async () => ({ ok: true }))
-  app.get('/readyz', async (_req, reply) => (ready ? { ok: true } : reply.code(503).send({ ok: false })))
-  app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()))
+  const app = await buildHubApp({ metrics, ready: () => ready })
   await app.listen({ port: config.port, host: config.host })
   await hub.start()
   ready = true

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import type { PluralResolver } from '../discovery.js'
 import { ExtractPool } from '../extract-pool.js'
@@ -24,6 +25,16 @@ export const extraction = fp<{ config: Config; logger: Logger; resolvePlural: Pl
   })
   app.decorate('extractPool', pool)
   app.addHook('onClose', async () => pool.close())
-  // Children take a moment to load; syncs that arrived before would spend their budget waiting.
-  if (!(await pool.ready(30_000))) logger.error('extraction processes did not start within 30 s; target syncs wait for them')
 }, { name: 'kollect-extraction', fastify: '5.x' })
+
+/** How long start-up waits for the extraction children before it listens anyway. */
+export const EXTRACT_START_WAIT_MS = 30_000
+
+/**
+ * Children take a moment to load; syncs that arrived before would spend their budget waiting.
+ * Called once the plugins are registered, not from one: Fastify gives a plugin 10 s
+ * (pluginTimeout), less than a loaded machine takes to start the children, and then exits.
+ */
+export async function extractionStarted(app: FastifyInstance, logger: Logger): Promise<void> {
+  if (!(await app.extractPool.ready(EXTRACT_START_WAIT_MS))) logger.error(`extraction processes did not start within ${EXTRACT_START_WAIT_MS / 1000} s; target syncs wait for them`)
+}

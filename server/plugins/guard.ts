@@ -1,17 +1,16 @@
-import { authorized } from '../auth.js'
 import type { Config } from '../config.js'
 import { KollectError } from '../errors.js'
 import type { Metrics } from '../metrics.js'
 import fp from 'fastify-plugin'
 
 // Registered in the context that holds the hook routes, so it runs on them and on nothing else
-// (not matched on the raw URL, which the router decodes first): the bearer check, then the
-// in-flight bounds. A body without Content-Length (chunked) counts as the largest body allowed.
+// (not matched on the raw URL, which the router decodes first): the in-flight bounds, after the
+// bearer check of api-auth.ts, so an unauthenticated request never takes a place. A body without
+// Content-Length (chunked) counts as the largest body allowed.
 export const guard = fp<{ config: Config; metrics: Metrics }>(async (app, { config, metrics }) => {
   let inflight = 0
   let inflightBytes = 0
   app.addHook('onRequest', async (request, reply) => {
-    if (!authorized(request.headers.authorization, config.hookAuth)) throw new KollectError('KOLLECT_ERR_HOOK_UNAUTHORIZED')
     const declared = request.headers['content-length']
     const bytes = declared === undefined ? config.hookBodyLimit : Number(declared) || 0
     if (inflight >= config.maxInflightRequests || (inflight > 0 && inflightBytes + bytes > config.maxInflightBytes)) {

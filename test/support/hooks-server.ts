@@ -26,8 +26,9 @@ export interface HooksServer {
 /**
  * A real listening hooks server with an in-process exporter, on a random loopback port. Without
  * a token in env it runs with KOLLECT_HOOK_AUTH=none; auth tests pass KOLLECT_HOOK_TOKEN.
+ * beforeListen may add routes, as a later change to the app would.
  */
-export async function startHooksServer(env: Record<string, string> = {}): Promise<HooksServer> {
+export async function startHooksServer(env: Record<string, string> = {}, opts: { beforeListen?: (app: FastifyInstance) => void } = {}): Promise<HooksServer> {
   // This test process is the server's entry point, so it does what main-dev does.
   enableLinearRegExps()
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-hooks-'))
@@ -37,6 +38,7 @@ export async function startHooksServer(env: Record<string, string> = {}): Promis
   const metrics = createMetrics()
   const exporter = createExporter(config, logger, metrics, env)
   const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(null) })
+  opts.beforeListen?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : 0
