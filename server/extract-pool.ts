@@ -222,18 +222,25 @@ export class ExtractPool {
       return
     }
     const index = this.slots.indexOf(slot)
-    if (index >= 0) this.replace(slot, index, 'ResourceLimit', DIED, delayMs)
+    if (index >= 0) this.replace(slot, index, { reason: 'ResourceLimit', message: DIED }, delayMs)
   }
 
-  /** End the slot's sync and replace its child: a busy child cannot be interrupted any other way. */
+  /**
+   * End the slot's sync and replace its child: a busy child cannot be interrupted any other way.
+   * A sync whose body was not even parsed by its deadline never got to extraction: the processes
+   * were too busy (parsing a large body on a loaded machine), which is overload, not the
+   * profile's doing, and without its parent there is no status to put a condition in.
+   */
   private abort(slot: Slot, reason: StopReason, message: string): void {
     const index = this.slots.indexOf(slot)
     if (index < 0) return
     void this.stop(slot)
-    this.replace(slot, index, reason, message, 0)
+    if (reason === 'EvaluationTimeout' && slot.job && !slot.job.parent) {
+      this.replace(slot, index, { kind: 'busy', message: `the sync was not parsed within ${this.options.timeoutMs} ms of its arrival` }, 0)
+    } else this.replace(slot, index, { reason, message }, 0)
   }
 
-  private replace(slot: Slot, index: number, reason: StopReason, message: string, delayMs: number): void {
+  private replace(slot: Slot, index: number, stop: { reason: StopReason; message: string } | PoolOutcome, delayMs: number): void {
     const job = slot.job
     slot.job = null
     if (job) this.release(job)
@@ -246,7 +253,7 @@ export class ExtractPool {
         this.pump()
       }, delayMs).unref()
     }
-    if (job) job.resolve({ kind: 'aborted', reason, message, parent: job.parent })
+    if (job) job.resolve('kind' in stop ? stop : { kind: 'aborted', ...stop, parent: job.parent })
     this.pump()
   }
 
