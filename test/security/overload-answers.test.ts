@@ -88,8 +88,6 @@ describe('a burst of large syncs on one extraction process with a 2 s deadline',
     const labels = answers.map((r) => assertOverloadAnswer(r, '1'))
     t.diagnostic(`${labels.join(', ')}; slowest /healthz ${slowest.toFixed(0)} ms`)
     for (const r of answers) if (r.status === 200 && conditionOf(r, 'Ready')?.reason === 'Extracted') assert.equal(statusOf(r).extractedCount, 2000)
-    // One process and a 2 s budget cannot serve twelve: some are shed, in time.
-    assert.ok(answers.some((r) => r.status === 429), 'some syncs are shed')
     assert.ok(slowest < 5000, `a /healthz probe took ${slowest.toFixed(0)} ms`)
   })
 })
