@@ -56,44 +56,82 @@ export interface FanOutDeps {
   logger: Logger
   metrics: Metrics
   timeoutMs?: number
+  /**
+   * Calls a peer other than the active one may have unanswered at once; past it, that peer misses
+   * the call. The hook no longer waits for such a peer, so this is what bounds the report bodies
+   * held for one that hangs, as the hooks' in-flight limit did when they waited. Default 20.
+   */
+  maxPending?: number
+  now?: () => number
+}
+
+/** Consecutive failures after which a peer is skipped for a while (a single failure may be a blip). */
+export const DOWN_AFTER = 2
+const BACKOFF_MIN_MS = 1000
+const BACKOFF_MAX_MS = 60_000
+
+interface Peer {
+  client: RoleAwareClient
+  role: 'active' | 'standby' | 'unknown'
+  pending: number
+  failures: number
+  downUntil: number
 }
 
 /**
- * State-carrying calls go to every peer at once; the answer is the first peer's that says it is
- * active, else (mid-failover) any peer's, and the call fails only when every peer failed. Read
- * calls go to the leader. Each peer keeps its own client, so one report is in flight per peer.
+ * State-carrying calls go to every peer at once; the answer is the first that says it is active,
+ * as soon as it comes; without one (mid-failover) any peer's once all have settled, and the call
+ * fails only when every peer failed. The other peers' calls finish in the background: a standby
+ * that hangs costs the hook nothing, is counted and logged when its call times out, and after
+ * DOWN_AFTER failures in a row is skipped (a miss, counted) for a backoff that doubles up to 60 s.
+ * Read calls go to the leader. Each peer keeps its own client, so one report is in flight per peer.
  */
 export function fanOutExporterClient(deps: FanOutDeps): HttpExporterClient {
-  const clients = new Map<string, { client: RoleAwareClient; role: 'active' | 'standby' | 'unknown' }>()
-  const peerClient = (url: string) => {
+  const now = deps.now ?? Date.now
+  const maxPending = deps.maxPending ?? 20
+  const clients = new Map<string, Peer>()
+  const peerOf = (url: string) => {
     let peer = clients.get(url)
-    if (!peer) clients.set(url, peer = { client: roleAwareExporterClient(url, deps.auth, deps.timeoutMs), role: 'unknown' })
+    if (!peer) clients.set(url, peer = { client: roleAwareExporterClient(url, deps.auth, deps.timeoutMs), role: 'unknown', pending: 0, failures: 0, downUntil: 0 })
     return peer
   }
+  const missed = (url: string, peer: Peer, call: StateCall, error: string) => {
+    deps.metrics.exporterPeerFailures.inc({ call, role: peer.role })
+    // The message is the transport error or the exporter's error body, never the request's.
+    deps.logger.warn({ peer: url, call, role: peer.role, error }, 'an exporter replica missed a call')
+  }
   const fanOut = async <K extends StateCall>(call: K, arg: Parameters<ExporterClient[K]>[0]): Promise<Awaited<ReturnType<ExporterClient[K]>>> => {
+    type Value = Awaited<ReturnType<ExporterClient[K]>>
     const urls = await deps.peers()
     if (urls.length === 0) throw new Error('KOLLECT_EXPORTER_PEERS resolved to no exporter')
     // Pods that left the peer list take their clients (and their report queues) with them.
     for (const url of clients.keys()) if (!urls.includes(url)) clients.delete(url)
     const body = JSON.stringify(arg)
-    const settled = await Promise.allSettled(urls.map(async (url) => {
-      const peer = peerClient(url)
+    const at = now()
+    // Skipping every peer would fail the hook for certain: then all are tried.
+    const skip = (peer: Peer) => peer.role !== 'active' && (peer.downUntil > at || peer.pending >= maxPending)
+    const live = urls.filter((url) => !skip(peerOf(url)))
+    for (const url of urls) if (live.length > 0 && !live.includes(url)) missed(url, peerOf(url), call, 'skipped: marked down or still busy with earlier calls')
+    const calls = (live.length > 0 ? live : urls).map(async (url) => {
+      const peer = peerOf(url)
+      peer.pending++
       try {
-        const answer = await (peer.client[call] as (a: typeof arg, body: string) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>>)(arg, body)
-        peer.role = answer.role
+        const answer = await (peer.client[call] as (a: typeof arg, body: string) => Promise<RoleAnswer<Value>>)(arg, body)
+        Object.assign(peer, { role: answer.role, failures: 0, downUntil: 0 })
         return answer
       } catch (err) {
-        deps.metrics.exporterPeerFailures.inc({ call, role: peer.role })
-        // The message is the transport error or the exporter's error body, never the request's.
-        deps.logger.warn({ peer: url, call, role: peer.role, error: (err as Error).message }, 'an exporter replica missed a call')
+        missed(url, peer, call, (err as Error).message)
+        if (++peer.failures >= DOWN_AFTER) {
+          const backoffMs = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (peer.failures - DOWN_AFTER))
+          peer.downUntil = now() + backoffMs
+          deps.logger.warn({ peer: url, failures: peer.failures, backoffMs }, 'an exporter replica is skipped after failing calls in a row')
+        }
         throw err
+      } finally {
+        peer.pending--
       }
-    }))
-    const answers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
-    const chosen = answers.find((a) => a.role === 'active') ?? answers[0]
-    if (chosen) return chosen.value
-    const errors = settled.map((s) => (s.status === 'rejected' ? (s.reason as Error).message : ''))
-    throw new Error(`every exporter replica failed (${urls.length}): ${errors.join('; ')}`)
+    })
+    return firstActive(calls)
   }
   return {
     reportTarget: (r) => fanOut('reportTarget', r),
@@ -104,4 +142,28 @@ export function fanOutExporterClient(deps: FanOutDeps): HttpExporterClient {
     ping: () => deps.leader.ping(),
     metrics: () => deps.leader.metrics(),
   }
+}
+
+/** The first answer from an active peer as soon as it comes; else any answer once all settled; else every error. */
+function firstActive<T>(calls: Promise<RoleAnswer<T>>[]): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const answers: RoleAnswer<T>[] = []
+    const errors: string[] = []
+    let left = calls.length
+    const settle = () => {
+      if (--left > 0) return
+      if (answers[0]) resolve(answers[0].value)
+      else reject(new Error(`every exporter replica failed (${calls.length}): ${errors.join('; ')}`))
+    }
+    for (const call of calls) {
+      call.then((answer) => {
+        if (answer.role === 'active') resolve(answer.value)
+        answers.push(answer)
+        settle()
+      }, (err: unknown) => {
+        errors.push((err as Error).message)
+        settle()
+      })
+    }
+  })
 }

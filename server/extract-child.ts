@@ -16,14 +16,16 @@ import { syncValidator } from './request-schemas.js'
 
 /** The body (job) or nothing (plural) follows as the frame's payload. */
 export type ToChild =
-  | { type: 'job'; id: number; limits: ExpressionLimits }
+  /** namespace: the one the sync queued under (null: the server could not tell). */
+  | { type: 'job'; id: number; limits: ExpressionLimits; namespace: string | null }
   | { type: 'plural'; id: number; plural: PluralResolution }
 
 /** The result as JSON text (done) follows as the payload; the others carry none. */
 export type FromChild =
   | { type: 'ready' }
   | { type: 'parsed'; id: number; parent: { metadata?: unknown; spec?: unknown } }
-  | { type: 'bad'; id: number; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
+  /** claimed: set when the parsed namespace is not the one the sync queued under (null: none parsed). */
+  | { type: 'bad'; id: number; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string; claimed?: string | null }
   | { type: 'done'; id: number; phases: ChildPhases }
   | { type: 'failed'; id: number; message: string }
 
@@ -77,7 +79,7 @@ function main(): void {
       buffer: () => decoder.readTarget(scratch),
       callback: (n: number) => {
         for (const { header, payload } of decoder.pushRead(n)) {
-          if (header.type === 'job') onJob(header.id, header.limits, payload)
+          if (header.type === 'job') onJob(header.id, header.limits, header.namespace, payload)
           else onPlural(header.id, header.plural)
         }
         return true
@@ -88,7 +90,7 @@ function main(): void {
     for (const part of encodeFrame(header, payload)) socket.write(part)
   }
 
-  const onJob = (id: number, limits: ExpressionLimits, body: Buffer) => {
+  const onJob = (id: number, limits: ExpressionLimits, queuedAs: string | null, body: Buffer) => {
     const start = performance.now()
     const read = readJson(body, limits.maxJsonDepth)
     if (!read.ok) return void send({ type: 'bad', id, code: read.code, message: read.detail })
@@ -100,6 +102,15 @@ function main(): void {
       return
     }
     const request = syncRequest(parsed)
+    // The server queued the sync by the first parent.metadata.namespace in the raw bytes; the
+    // sync is processed as the parsed one (the last of duplicate keys, escapes decoded). Only a
+    // hand-made body can tell them apart, and it would jump the fair queue in another's name.
+    const namespace = request.parent.metadata?.namespace
+    if (queuedAs !== null && namespace !== queuedAs) {
+      const message = `parent.metadata.namespace must appear once: the body names ${JSON.stringify(queuedAs)} first but parses as another namespace`
+      send({ type: 'bad', id, code: 'KOLLECT_ERR_HOOK_BAD_REQUEST', message, claimed: typeof namespace === 'string' ? namespace.slice(0, 253) : null })
+      return
+    }
     const phases: ChildPhases = { parse: parsedAt - start, validate: performance.now() - parsedAt, select: 0, extract: 0, hash: 0, serialise: 0 }
     waiting.set(id, { request, limits, phases })
     send({ type: 'parsed', id, parent: parentSummary(request.parent) })

@@ -40,3 +40,5 @@ export type PoolOutcome =
   | { kind: 'aborted'; reason: StopReason; message: string; parent: KubeObject | null }
   /** Still queued when too little of its budget was left to start: answer 429. */
   | { kind: 'queued'; waitedMs: number }
+  /** Started, but stopped before its parent was read (so no status can be built): answer 429. */
+  | { kind: 'busy'; message: string }

@@ -23,6 +23,7 @@ interface Job {
   namespace: string
   arrival: number
   started?: number
+  probation?: boolean
   body: Buffer | null
   parent: KubeObject | null
   resolve(outcome: PoolOutcome): void
@@ -47,6 +48,8 @@ interface Slot {
 export class ExtractPool {
   private readonly slots: Slot[] = []
   private readonly queue: FairQueue<Job>
+  /** A sync that ran longer is not short: it keeps its namespace off the reserve, and ends a newcomer's probation. */
+  private readonly shortMs: number
   /** A started, idle child that takes a dead or killed child's place at once (starting one takes 0.3–1 s). */
   private standby: Slot | null
   private nextId = 1
@@ -56,7 +59,8 @@ export class ExtractPool {
   lastPhases: Record<string, number> | null = null
 
   constructor(private readonly options: PoolOptions) {
-    this.queue = new FairQueue(options.timeoutMs * MIN_BUDGET_SHARE)
+    this.shortMs = options.timeoutMs * MIN_BUDGET_SHARE
+    this.queue = new FairQueue(this.shortMs)
     const size = options.size || Math.max(2, availableParallelism())
     for (let i = 0; i < size + (options.reserve ?? 1); i++) this.slots.push(this.spawn(i >= size))
     this.standby = this.spawn(false)
@@ -140,18 +144,33 @@ export class ExtractPool {
         this.start(slot, job)
       }
     }
+    // A newcomer's sync has run longer than short on a reserve child that a namespace with a
+    // record of short syncs waits for: take it back (429), so names made up per body cannot keep
+    // the reserve from known tenants. A short newcomer sync is left to finish.
+    if (this.queue.reserveWanted() && !this.slots.some((s) => s.reserve && !s.job)) {
+      const now = performance.now()
+      const slot = this.slots.find((s) => s.reserve && s.job?.probation && now - (s.job.started ?? now) >= this.shortMs)
+      const index = slot ? this.slots.indexOf(slot) : -1
+      if (slot && index >= 0) {
+        void this.stop(slot)
+        this.replace(slot, index, { kind: 'busy', message: 'its reserve extraction process was taken back for a namespace with a record of short syncs' }, 0, false)
+      }
+    }
   }
 
   private start(slot: Slot, job: Job): void {
     clearTimeout(job.timer)
     job.started = performance.now()
     slot.job = job
+    // The moment its probation may end: pump() then takes the child back if a known namespace waits.
+    if (job.probation) setTimeout(() => this.pump(), this.shortMs + 1).unref()
     job.timer = setTimeout(() => {
       this.abort(slot, 'EvaluationTimeout', `extraction did not finish within ${this.options.timeoutMs} ms; simplify the profile or split the target`)
     }, Math.max(0, job.arrival + this.options.timeoutMs - performance.now()))
     const body = job.body as Buffer
     job.body = null
-    this.send(slot, { type: 'job', id: job.id, limits: this.options.limits }, body)
+    // The child refuses a body whose parsed namespace is not the one it queued under.
+    this.send(slot, { type: 'job', id: job.id, limits: this.options.limits, namespace: job.namespace || null }, body)
   }
 
   /** A queued sync whose budget is mostly gone: better a 429 now than an answer too late. */
@@ -188,18 +207,24 @@ export class ExtractPool {
         return this.finish(slot, { kind: 'done', result, phases: { ...c, handOff, resultParse: now - parsing } })
       }
       case 'bad':
-        return this.finish(slot, { kind: 'bad', code: msg.code, message: msg.message })
+        // A body that queued under one namespace and parses as another: both are charged a
+        // whole budget, which keeps them off the reserve children for a while.
+        if (msg.claimed !== undefined) {
+          this.queue.charge(job.namespace, this.options.timeoutMs)
+          if (msg.claimed !== null) this.queue.charge(msg.claimed, this.options.timeoutMs)
+        }
+        return this.finish(slot, { kind: 'bad', code: msg.code, message: msg.message }, msg.claimed === undefined)
       case 'failed':
         this.options.log?.('extraction failed', { error: msg.message })
         return this.finish(slot, { kind: 'aborted', reason: 'ResourceLimit', message: INTERNAL, parent: job.parent })
     }
   }
 
-  private finish(slot: Slot, outcome: PoolOutcome): void {
+  private finish(slot: Slot, outcome: PoolOutcome, record = true): void {
     const job = slot.job
     if (!job) return
     slot.job = null
-    this.release(job)
+    this.release(job, record)
     job.resolve(outcome)
     this.pump()
   }
@@ -222,21 +247,28 @@ export class ExtractPool {
       return
     }
     const index = this.slots.indexOf(slot)
-    if (index >= 0) this.replace(slot, index, 'ResourceLimit', DIED, delayMs)
+    if (index >= 0) this.replace(slot, index, { reason: 'ResourceLimit', message: DIED }, delayMs)
   }
 
-  /** End the slot's sync and replace its child: a busy child cannot be interrupted any other way. */
+  /**
+   * End the slot's sync and replace its child: a busy child cannot be interrupted any other way.
+   * A sync whose body was not even parsed by its deadline never got to extraction: the processes
+   * were too busy (parsing a large body on a loaded machine), which is overload, not the
+   * profile's doing, and without its parent there is no status to put a condition in.
+   */
   private abort(slot: Slot, reason: StopReason, message: string): void {
     const index = this.slots.indexOf(slot)
     if (index < 0) return
     void this.stop(slot)
-    this.replace(slot, index, reason, message, 0)
+    if (reason === 'EvaluationTimeout' && slot.job && !slot.job.parent) {
+      this.replace(slot, index, { kind: 'busy', message: `the sync was not parsed within ${this.options.timeoutMs} ms of its arrival` }, 0)
+    } else this.replace(slot, index, { reason, message }, 0)
   }
 
-  private replace(slot: Slot, index: number, reason: StopReason, message: string, delayMs: number): void {
+  private replace(slot: Slot, index: number, stop: { reason: StopReason; message: string } | PoolOutcome, delayMs: number, record = true): void {
     const job = slot.job
     slot.job = null
-    if (job) this.release(job)
+    if (job) this.release(job, record)
     if (delayMs === 0) this.slots[index] = this.successor(slot.reserve)
     else {
       this.slots.splice(index, 1)
@@ -246,7 +278,7 @@ export class ExtractPool {
         this.pump()
       }, delayMs).unref()
     }
-    if (job) job.resolve({ kind: 'aborted', reason, message, parent: job.parent })
+    if (job) job.resolve('kind' in stop ? stop : { kind: 'aborted', ...stop, parent: job.parent })
     this.pump()
   }
 
@@ -259,9 +291,9 @@ export class ExtractPool {
     return standby
   }
 
-  private release(job: Job): void {
+  private release(job: Job, record = true): void {
     clearTimeout(job.timer)
-    this.queue.finished(job)
+    this.queue.finished(job, record)
   }
 
   private stop(slot: Slot): Promise<void> {

@@ -2,7 +2,8 @@
 // sends `controller` first, then `parent` with its keys sorted (apiVersion, kind, metadata…), so
 // parent.metadata.namespace sits in the first few KiB. This scans the raw bytes for it, tracking
 // only string boundaries and nesting, and gives up past a bound. The answer decides queueing
-// only: authorization and everything else use the parsed body in the child.
+// only: authorization and everything else use the parsed body in the child, which refuses a body
+// that parses as another namespace (a duplicate key: JSON.parse keeps the last, this the first).
 
 /** How far into the body the scan looks; managedFields and annotations come before namespace. */
 export const SNIFF_LIMIT = 256 * 1024

@@ -32,10 +32,12 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       const received = reply.elapsedTime
       const outcome = await app.extractPool.run(bytes, { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) })
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
-      if (outcome.kind === 'queued') {
-        metrics.hookShed.inc({ reason: 'queue' })
+      // Overload answers 429 with Retry-After (a quarter of the budget), never a late 5xx.
+      if (outcome.kind === 'queued' || outcome.kind === 'busy') {
+        metrics.hookShed.inc({ reason: outcome.kind === 'queued' ? 'queue' : 'busy' })
         const retryAfter = String(Math.max(1, Math.ceil((config.syncTimeoutMs * MIN_BUDGET_SHARE) / 1000)))
         reply.header('Retry-After', retryAfter)
+        if (outcome.kind === 'busy') throw new KollectError('KOLLECT_ERR_HOOK_BUSY', outcome.message, retryAfter)
         throw new KollectError('KOLLECT_ERR_HOOK_QUEUE_TIMEOUT', String(Math.round(outcome.waitedMs)), retryAfter)
       }
       if (outcome.kind === 'aborted') {

@@ -219,6 +219,13 @@ export function withList(n: number): KubeObject {
   return d
 }
 
+/** A sync of Deployment web-00001 with withList(50,000) whose CEL attribute runs for seconds (QUADRATIC_CEL), for KollectTarget `target` in `namespace`. */
+export function longSync(namespace: string, target = 'flood'): string {
+  const d = withList(50_000)
+  d.metadata = { ...d.metadata, namespace }
+  return JSON.stringify(targetSyncRequest([d], { profile: profileWith([{ name: 'x', cel: QUADRATIC_CEL }], 'deployments-basic', namespace), target: targetWith({}, target, namespace) }))
+}
+
 /** A target sync in team-a (KollectTarget `target`) whose profile is one CEL attribute `x`. */
 export function oneAttributeSync(cel: string, objects: KubeObject[] = [deployment(1)], target = 'prod-deploys'): string {
   return JSON.stringify(targetSyncRequest(objects, { profile: profileWith([{ name: 'x', cel }]), target: targetWith({}, target, 'team-a') }))

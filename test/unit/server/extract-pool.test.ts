@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
 import { ExtractPool, type PoolOutcome } from '../../../server/extract-pool.js'
-import { QUADRATIC_CEL, oneAttributeSync, ordinarySync, sleep, withList } from '../../security/support.js'
+import { longSync, oneAttributeSync, ordinarySync, sleep } from '../../security/support.js'
 import { deployment } from '../../support/metacontroller.js'
 
 // The pool with real child processes, one shared child and one reserve, a 2 s budget.
@@ -14,12 +14,13 @@ test('the reserve child: a namespace whose last sync ran long cannot take it, ev
   try {
     assert.ok(await pool.ready(30_000))
     const run = (namespace: string, body: string) => pool.run(Buffer.from(body), { arrival: performance.now(), namespace })
-    const long = () => oneAttributeSync(QUADRATIC_CEL, [withList(50_000)])
+    // Each body parses as the namespace it queues under, or the child refuses it.
+    const long = (namespace = 'team-a') => longSync(namespace)
 
     assert.equal(kind(await run('team-a', long())), 'aborted EvaluationTimeout')
     assert.ok(await pool.ready(30_000), 'the killed child was replaced')
     // team-b takes the shared child; team-a, with nothing running, queues another long sync.
-    const b = run('team-b', long())
+    const b = run('team-b', long('team-b'))
     await sleep(100)
     const a = run('team-a', long())
     await sleep(100)
