@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict'
+import { after, describe, test } from 'node:test'
+import { checkResolvedEndpoint } from '../../server/ssrf.js'
+import { createSinkFactory } from '../../sinks/registry.js'
+import { SinkError, type Sink } from '../../sinks/sink.js'
+import { countingListener, fakeKafkaBroker, nonLoopbackIPv4, type Peer } from '../support/hostile-peers.js'
+import { makeItems, snapshotOf } from '../support/items.js'
+
+// Addresses a sink learns at run time pass the SSRF guard too, with private sinks off: the
+// brokers a Kafka cluster advertises in any metadata answer, not only the first. The sink is built as the exporter builds it
+// (the registry, the guard after DNS); its configured endpoint is on this machine's non-loopback
+// address, which the guard allows, and what it learns points at a loopback listener, which must
+// never see a connection.
+
+const factory = createSinkFactory({
+  dataDir: '/nonexistent',
+  credentials: async () => ({}),
+  checkEndpoint: (url) => checkResolvedEndpoint(url, false),
+})
+const INVENTORY = { namespace: 'team-a', name: 'shop' }
+
+const closers: { close(): Promise<void> }[] = []
+after(async () => {
+  for (const c of closers.reverse()) await c.close().catch(() => undefined)
+})
+
+/** The action's outcome, once it settles or `reached` has a connection, whichever comes first (null: it succeeded). */
+async function untilSettledOrReached(action: Promise<unknown>, reached: Peer, timeoutMs = 60_000): Promise<unknown> {
+  let outcome: { err: unknown } | undefined
+  const settled = action.then(() => (outcome = { err: null }), (err: unknown) => (outcome = { err }))
+  const deadline = Date.now() + timeoutMs
+  while (outcome === undefined && reached.connections() === 0 && Date.now() < deadline) {
+    await Promise.race([settled, new Promise((r) => setTimeout(r, 20))])
+  }
+  assert.equal(reached.connections(), 0, 'a connection reached the loopback listener')
+  assert.ok(outcome, `the action neither ended nor reached the listener in ${timeoutMs} ms`)
+  return outcome.err
+}
+
+describe('Kafka: every broker the cluster advertises is guarded when the client connects', () => {
+  test('a later metadata answer that advertises a loopback broker gets no connection, and the write fails naming it', async () => {
+    const ip = nonLoopbackIPv4()
+    const trap = await countingListener()
+    closers.push(trap)
+    const broker = await fakeKafkaBroker(ip, { host: '127.0.0.1', port: trap.port }, ['kollect', 'kollect.kollect-state'])
+    closers.push(broker)
+    const sink: Sink = await factory({ ...INVENTORY, name: 'events', spec: { type: 'kafka', kafka: { brokers: `${ip}:${broker.port}` } } })
+    closers.push(sink)
+    const err = await untilSettledOrReached(sink.write(snapshotOf(INVENTORY, makeItems(1))), trap)
+    assert.ok(broker.metadataAnswers() >= 2, 'the loopback broker came in a later metadata answer')
+    assert.ok(err instanceof SinkError, String(err))
+    assert.equal(err.retriable, false, 'a refused broker is a permanent error')
+    assert.match(err.message, new RegExp(`broker 127\\.0\\.0\\.1:${trap.port} advertised by the cluster: host 127\\.0\\.0\\.1 is a loopback address \\(private sinks are disabled\\)`))
+  })
+})
