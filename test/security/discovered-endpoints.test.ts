@@ -3,11 +3,13 @@ import { after, describe, test } from 'node:test'
 import { checkResolvedEndpoint } from '../../server/ssrf.js'
 import { createSinkFactory } from '../../sinks/registry.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
-import { countingListener, fakeKafkaBroker, nonLoopbackIPv4, type Peer } from '../support/hostile-peers.js'
+import { countingListener, fakeKafkaBroker, nonLoopbackIPv4, NATS, type Peer } from '../support/hostile-peers.js'
 import { makeItems, snapshotOf } from '../support/items.js'
+import net from 'node:net'
 
 // Addresses a sink learns at run time pass the SSRF guard too, with private sinks off: the
-// brokers a Kafka cluster advertises in any metadata answer, not only the first. The sink is built as the exporter builds it
+// brokers a Kafka cluster advertises in any metadata answer, not only the first, and the servers
+// a NATS server gossips in its INFO (connect_urls). The sink is built as the exporter builds it
 // (the registry, the guard after DNS); its configured endpoint is on this machine's non-loopback
 // address, which the guard allows, and what it learns points at a loopback listener, which must
 // never see a connection.
@@ -51,5 +53,37 @@ describe('Kafka: every broker the cluster advertises is guarded when the client 
     assert.ok(err instanceof SinkError, String(err))
     assert.equal(err.retriable, false, 'a refused broker is a permanent error')
     assert.match(err.message, new RegExp(`broker 127\\.0\\.0\\.1:${trap.port} advertised by the cluster: host 127\\.0\\.0\\.1 is a loopback address \\(private sinks are disabled\\)`))
+  })
+})
+
+describe('NATS: servers a server gossips are not followed', () => {
+  test('connect_urls naming a loopback server get no connection when the first server goes away', async () => {
+    const ip = nonLoopbackIPv4()
+    const trap = await countingListener()
+    closers.push(trap)
+    // The first connection completes the handshake, with INFO gossiping the loopback server, and
+    // is dropped a moment later; every later one is reset at once. A client that follows the
+    // gossip reconnects to the loopback server.
+    const info = JSON.parse(NATS.greeting?.toString().slice('INFO '.length) ?? '{}') as Record<string, unknown>
+    let accepted = 0
+    const server = net.createServer((socket) => {
+      socket.on('error', () => undefined)
+      if (accepted++ > 0) return void socket.resetAndDestroy()
+      socket.write(`INFO ${JSON.stringify({ ...info, connect_urls: [`127.0.0.1:${trap.port}`] })}\r\n`)
+      socket.on('data', (chunk) => {
+        if (/PING\r\n/.test(chunk.toString())) {
+          socket.write('PONG\r\n')
+          setTimeout(() => socket.resetAndDestroy(), 200)
+        }
+      })
+    })
+    await new Promise<void>((resolve) => server.listen({ host: ip, port: 0 }, resolve))
+    closers.push({ close: () => new Promise((resolve) => server.close(() => resolve())) })
+    const port = (server.address() as net.AddressInfo).port
+    const sink: Sink = await factory({ ...INVENTORY, name: 'nats', spec: { type: 'nats', nats: { url: `nats://${ip}:${port}` } } })
+    closers.push(sink)
+    const err = await untilSettledOrReached(sink.healthcheck(), trap)
+    assert.ok(accepted >= 1, 'the client reached the first server')
+    assert.ok(err instanceof SinkError, String(err))
   })
 })
