@@ -5,18 +5,20 @@ import { createSinkFactory } from '../../sinks/registry.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { countingListener, fakeKafkaBroker, nonLoopbackIPv4, NATS, type Peer } from '../support/hostile-peers.js'
 import { makeItems, snapshotOf } from '../support/items.js'
+import { createServer } from 'node:http'
 import net from 'node:net'
 
 // Addresses a sink learns at run time pass the SSRF guard too, with private sinks off: the
-// brokers a Kafka cluster advertises in any metadata answer, not only the first, and the servers
-// a NATS server gossips in its INFO (connect_urls). The sink is built as the exporter builds it
+// brokers a Kafka cluster advertises in any metadata answer, not only the first, the servers
+// a NATS server gossips in its INFO (connect_urls), and where an S3 server redirects to. The sink is built as the exporter builds it
 // (the registry, the guard after DNS); its configured endpoint is on this machine's non-loopback
 // address, which the guard allows, and what it learns points at a loopback listener, which must
 // never see a connection.
 
 const factory = createSinkFactory({
   dataDir: '/nonexistent',
-  credentials: async () => ({}),
+  // Only the s3 sink here has a secretRef.
+  credentials: async () => ({ accessKeyId: 'AKIAKOLLECT', secretAccessKey: 'not-a-real-key' }),
   checkEndpoint: (url) => checkResolvedEndpoint(url, false),
 })
 const INVENTORY = { namespace: 'team-a', name: 'shop' }
@@ -86,4 +88,30 @@ describe('NATS: servers a server gossips are not followed', () => {
     assert.ok(accepted >= 1, 'the client reached the first server')
     assert.ok(err instanceof SinkError, String(err))
   })
+})
+
+describe('S3: a redirect is not followed', () => {
+  for (const status of [301, 302, 307, 308]) {
+    test(`an HTTP ${status} to a loopback address (Location, S3's Endpoint and a bucket region) gets no connection`, async () => {
+      const ip = nonLoopbackIPv4()
+      const trap = await countingListener()
+      closers.push(trap)
+      let requests = 0
+      const server = createServer((req, res) => {
+        requests++
+        req.resume()
+        const code = status === 301 ? 'PermanentRedirect' : 'TemporaryRedirect'
+        res.writeHead(status, { Location: `http://127.0.0.1:${trap.port}${req.url ?? '/'}`, 'x-amz-bucket-region': 'us-west-2', 'Content-Type': 'application/xml' })
+        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>elsewhere</Message><Endpoint>127.0.0.1:${trap.port}</Endpoint><Bucket>inventory</Bucket></Error>`)
+      })
+      await new Promise<void>((resolve) => server.listen({ host: ip, port: 0 }, resolve))
+      closers.push({ close: () => new Promise((resolve) => server.close(() => resolve())) })
+      const port = (server.address() as net.AddressInfo).port
+      const sink: Sink = await factory({ ...INVENTORY, name: `s3-${status}`, spec: { type: 's3', secretRef: { name: 'keys' }, s3: { bucket: 'inventory', endpoint: `http://${ip}:${port}`, pathStyle: true } } })
+      closers.push(sink)
+      const err = await untilSettledOrReached(sink.healthcheck(), trap)
+      assert.ok(requests >= 1, 'the client reached the server')
+      assert.ok(err instanceof SinkError, String(err))
+    })
+  }
 })
