@@ -1,4 +1,5 @@
 import { specProblems } from '../api/crd-schemas.js'
+import { BROKER_RULE, parseBroker } from '../api/kafka-brokers.js'
 import { API_VERSION, type KollectSinkSpec, type SinkCheck, type SinkStatus } from '../api/types.js'
 import { condition } from './conditions.js'
 import { parentGeneration, parentRef, parentSpec, type CustomizeRequest, type CustomizeResponse, type SyncRequest, type SyncResponse } from './request.js'
@@ -60,16 +61,14 @@ function s3Problems(spec: KollectSinkSpec, policy: SinkPolicy): string[] {
   return problems
 }
 
-const KAFKA_BROKER = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/
-
 /** Each bootstrap broker must be host:port, and pass the SSRF guard. */
 function kafkaProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[] {
   const brokers = (spec.kafka?.brokers ?? '').split(',').map((b) => b.trim()).filter((b) => b !== '')
   if (brokers.length === 0) return ['spec.kafka.brokers: a kafka sink needs at least one broker']
   const problems: string[] = []
   for (const broker of brokers) {
-    if (!KAFKA_BROKER.test(broker)) {
-      problems.push(`spec.kafka.brokers: "${broker}" must be host:port`)
+    if (!parseBroker(broker)) {
+      problems.push(`spec.kafka.brokers: "${broker}" ${BROKER_RULE}`)
       continue
     }
     const refused = policy.checkEndpoint(`kafka://${broker}/`)

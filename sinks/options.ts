@@ -9,6 +9,6 @@ export interface SinkOptions {
   credentials: Credentials
   /** Local state directory (file and git sinks). */
   dataDir: string
-  /** The SSRF guard, for endpoints a sink learns only once connected (the brokers a Kafka cluster advertises). */
+  /** The SSRF guard, for endpoints a sink learns only once connected: every broker a Kafka client connects to. */
   checkEndpoint?: (url: string) => Promise<string | null>
 }

@@ -1,3 +1,4 @@
+import { BROKER_RULE, parseBroker, type KafkaBroker } from '../../api/kafka-brokers.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 
@@ -12,12 +13,8 @@ const SASL_MECHANISMS = new Set<string>(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-51
 const CLEANUP_POLICIES = new Set<string>(['compact', 'delete', 'compact,delete'])
 // Kafka's own rule for topic names.
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/
-const BROKER = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/
 
-export interface KafkaBroker {
-  host: string
-  port: number
-}
+export type { KafkaBroker }
 
 export interface KafkaTls {
   ca?: string
@@ -54,10 +51,9 @@ export function parseBrokers(label: SinkLabel, text: string): KafkaBroker[] {
   const brokers = text.split(',').map((s) => s.trim()).filter((s) => s !== '')
   if (brokers.length === 0) throw configError(label, 'spec.kafka.brokers is required')
   return brokers.map((b) => {
-    const m = BROKER.exec(b)
-    const port = m ? Number(m[2]) : 0
-    if (!m || port < 1 || port > 65535) throw configError(label, `broker "${b}" must be host:port (comma-separated for several)`)
-    return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port }
+    const broker = parseBroker(b)
+    if (!broker) throw configError(label, `broker "${b}" ${BROKER_RULE} (comma-separated for several)`)
+    return broker
   })
 }
 

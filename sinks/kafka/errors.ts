@@ -1,14 +1,16 @@
 // Kafka's errors, classified: what the sink retries, and what status names.
 import { errorChain, isTransientNetworkError } from '../errors.js'
+import { BrokerRefused } from './connections.js'
 
 /**
  * Retriable: the network, timeouts, and the client's own protocol errors that Kafka marks as
  * retriable (a leader moving, a coordinator loading, a broker not yet up). Authentication,
- * authorization and invalid configurations are permanent.
+ * authorization, invalid configurations and a broker the SSRF guard refused are permanent.
  */
 export function isRetriable(err: unknown): boolean {
-  if (isTransientNetworkError(err)) return true
   const chain = errorChain(err)
+  if (chain.some((e) => e instanceof BrokerRefused)) return false
+  if (isTransientNetworkError(err)) return true
   if (chain.some((e) => e instanceof Error && /authenticat|authoriz|sasl|InvalidConfig|InvalidReplicationFactor|PolicyViolation/i.test(`${e.name} ${e.message}`))) return false
   return chain.some((e) => {
     if (!(e instanceof Error)) return false

@@ -10,7 +10,8 @@ import {
 } from '@platformatic/kafka'
 import { configError } from '../errors.js'
 import { alreadyExists } from './errors.js'
-import { brokerUrls, type KafkaSettings } from './config.js'
+import type { KafkaSettings } from './config.js'
+import { guardConnections } from './connections.js'
 import { chunks, type OutgoingRecord, type ReadRecord, type StateRecord, type Topics } from './encode.js'
 
 // Control batches (transaction commit/abort markers) carry this attribute bit.
@@ -63,13 +64,19 @@ export class KafkaService {
     return this.clients
   }
 
+  /** Every client the sink makes: its connections pass the SSRF guard, and their errors have a listener. */
+  private guarded<C extends Admin | Consumer | Producer<string, string, string, string>>(client: C): C {
+    guardConnections(client.connections, this.settings.brokers, this.checkEndpoint)
+    return client
+  }
+
   private async open(): Promise<Clients> {
     const base = this.connection()
-    const admin = new Admin(base)
-    const consumer = new Consumer({ ...base, groupId: `kollect-state-reader` })
+    const admin = this.guarded(new Admin(base))
+    const consumer = this.guarded(new Consumer({ ...base, groupId: `kollect-state-reader` }))
     // Transactional, hence idempotent: a retried produce is written once, and a new producer
     // with the same transactional id aborts whatever its predecessor left open.
-    const producer = new Producer<string, string, string, string>({
+    const producer = this.guarded(new Producer<string, string, string, string>({
       ...base,
       // This client sends its operation timeout as the transaction timeout of InitProducerId.
       timeout: this.settings.transactionTimeoutMillis,
@@ -78,9 +85,8 @@ export class KafkaService {
       transactionalId: this.settings.transactionalId,
       autocreateTopics: false,
       serializers: stringSerializers,
-    })
+    }))
     try {
-      await this.checkAdvertised(admin)
       const topics = await this.ensureTopics(admin)
       // Register the transactional id before anything reads the state topic: this aborts what a
       // predecessor left open, or waits for a commit it had started, so the read sees its outcome.
@@ -92,19 +98,6 @@ export class KafkaService {
     } catch (err) {
       await closeAll([producer, admin, consumer])
       throw err
-    }
-  }
-
-  /**
-   * The client goes on to connect to the brokers the cluster advertises, not to the bootstrap
-   * list the registry checked: they pass the same SSRF guard before any other request.
-   */
-  private async checkAdvertised(admin: Admin): Promise<void> {
-    const metadata = await admin.metadata({ topics: [], forceUpdate: true })
-    for (const broker of metadata.brokers.values()) {
-      const [url] = brokerUrls([broker])
-      const refused = url === undefined ? null : await this.checkEndpoint(url)
-      if (refused) throw configError(this.settings.label, `broker ${broker.host}:${broker.port} advertised by the cluster: ${refused}`)
     }
   }
 
@@ -250,7 +243,7 @@ export class KafkaService {
    */
   async ping(): Promise<void> {
     if (this.closed) throw new Error('sink is closed')
-    this.probe ??= new Admin(this.connection())
+    this.probe ??= this.guarded(new Admin(this.connection()))
     try {
       await this.probe.metadata({ topics: [], forceUpdate: true })
     } catch (err) {

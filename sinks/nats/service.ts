@@ -99,6 +99,9 @@ export class NatsService {
       reconnect: true,
       maxReconnectAttempts: s.maxReconnectAttempts,
       reconnectTimeWait: s.reconnectTimeWaitMillis,
+      // A server's INFO may name other servers (connect_urls) that the client would reconnect to:
+      // addresses nobody configured and the SSRF guard never saw. Only the configured ones are used.
+      ignoreClusterUpdates: true,
       ...s.auth,
     })
     try {

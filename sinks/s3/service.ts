@@ -82,6 +82,9 @@ export class S3Service {
       region: settings.region,
       ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
       forcePathStyle: settings.pathStyle,
+      // Its HTTP handler follows no redirect; a region redirect would send the request where a
+      // response header says, past the SSRF guard. Off by default: kept off whatever the default becomes.
+      followRegionRedirects: false,
       credentials: settings.credentials,
       // The exporter backs off and retries a failed export; one retry here covers a dropped connection.
       maxAttempts: 2,

@@ -238,8 +238,9 @@ describe('kafka sink (real Apache Kafka broker, KRaft)', () => {
   test('the brokers the cluster advertises pass the SSRF guard: a refused one is a permanent error naming it', async () => {
     const topic = `kt${++topicCounter}`
     const port = kafka.bootstrap.split(':')[1] as string
+    // Bootstrap by name, which the guard allows here; the broker advertises itself as 127.0.0.1.
     const s = createKafkaSink({
-      id: 'platform/guarded', spec: spec(topic), credentials: {}, dataDir: '/nonexistent',
+      id: 'platform/guarded', spec: spec(topic, { brokers: `localhost:${port}` }), credentials: {}, dataDir: '/nonexistent',
       checkEndpoint: async (url) => (url === `kafka://127.0.0.1:${port}/` ? 'host 127.0.0.1 is loopback (private sinks are disabled)' : null),
     })
     closers.push(s)
