@@ -1,5 +1,6 @@
 import type { KollectScopeSpec, ObjectRef } from '../api/types.js'
 import { parseDuration } from '../api/duration.js'
+import { isCoreSecretResource } from './core-secret.js'
 import { parentSpec, related, typeKey, type SyncRequest } from './request.js'
 
 export const SCOPE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectScope')
@@ -73,7 +74,7 @@ export function effectiveScope(namespace: string, scopes: { name: string; spec: 
     sinkLists.push(new Set())
     secretLists.push(new Set())
   }
-  const isSecret = (group: string, kind: string) => group === '' && kind === 'Secret'
+  const isSecret = isCoreSecretResource
   return {
     allowedNamespaces: allowed,
     deniedNamespaces: denied,
