@@ -2,6 +2,7 @@ import { Optional } from '@marcbachmann/cel-js'
 import { canonicalJson } from '../api/canonical.js'
 import type { JsonObject, JsonValue, KubeObject } from '../api/types.js'
 import { celError, isMissingKey } from './cel.js'
+import { readLazily } from './cel-view.js'
 import { isCoreSecretObject } from './core-secret.js'
 import { MISSING } from './jsonpath.js'
 import { ResourceLimitError } from './limits.js'
@@ -70,6 +71,7 @@ export function expressionInput(object: KubeObject, redactor: Redactor, secretTa
     let redacted: string | undefined
     const copy = { ...annotations }
     Object.defineProperty(copy, LAST_APPLIED, { enumerable: true, configurable: true, get: () => (redacted ??= redactedLastApplied(raw, secret, redactor)) })
+    readLazily(copy, LAST_APPLIED)
     input = { ...input, metadata: { ...input.metadata, annotations: copy } }
   }
   prepared.add(input)
