@@ -1,5 +1,5 @@
 import type { ResolvedSink } from '../api/types.js'
-import { formatDuration, parseDuration } from '../api/duration.js'
+import { MAX_DURATION_MS, formatDuration, parseDuration } from '../api/duration.js'
 import type { DriftMode, DriftResult } from '../sinks/sink.js'
 
 export const DEFAULT_DRIFT_INTERVAL_MS = 10 * 60_000
@@ -19,7 +19,7 @@ export function driftSettings(resolved: ResolvedSink | null): DriftSettings {
   const parsed = drift?.interval ? parseDuration(drift.interval) : null
   return {
     mode: policy === 'Off' ? null : policy === 'Report' ? 'report' : 'repair',
-    intervalMs: Math.max(MIN_DRIFT_INTERVAL_MS, parsed ?? DEFAULT_DRIFT_INTERVAL_MS),
+    intervalMs: Math.min(MAX_DURATION_MS, Math.max(MIN_DRIFT_INTERVAL_MS, parsed ?? DEFAULT_DRIFT_INTERVAL_MS)),
   }
 }
 

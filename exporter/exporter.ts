@@ -4,7 +4,7 @@ import type {
   SinkCheck, TargetReport,
 } from '../api/types.js'
 import { JournalKeeper } from './journaling.js'
-import { realClock, type Clock, type ExporterOptions } from './options.js'
+import { boundedClock, realClock, type Clock, type ExporterOptions } from './options.js'
 import { SinkPool } from './pool.js'
 import { DEFAULT_BACKOFF } from './retry.js'
 import { newInventoryRuntime, type InventoryRuntime } from './runtime.js'
@@ -35,7 +35,7 @@ export class Exporter implements ExporterClient {
   private active: boolean
 
   constructor(private readonly options: ExporterOptions) {
-    this.clock = options.clock ?? realClock
+    this.clock = boundedClock(options.clock ?? realClock)
     this.active = !options.standby
     const log = this.log.bind(this)
     this.targets = new TargetStore(options.budget, options.observer, log)

@@ -16,6 +16,36 @@ export const realClock: Clock = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 }
 
+/** Node's timers wait at most this long; a longer delay fires after 1 ms instead. */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** A wait longer than one timer: a chain of timers, each re-armed for what is left. */
+class LongWait {
+  handle: unknown = null
+}
+
+/**
+ * The clock with timers of any length: a delay past MAX_TIMER_MS (a debounce, drift or poll
+ * interval that got past validation) is waited in steps, never turned into 1 ms.
+ */
+export function boundedClock(clock: Clock): Clock {
+  return {
+    now: () => clock.now(),
+    setTimeout: (fn, ms) => {
+      if (!(ms > MAX_TIMER_MS)) return clock.setTimeout(fn, ms)
+      const wait = new LongWait()
+      const due = clock.now() + ms
+      const arm = (): void => {
+        const left = due - clock.now()
+        wait.handle = left > MAX_TIMER_MS ? clock.setTimeout(arm, MAX_TIMER_MS) : clock.setTimeout(fn, left)
+      }
+      arm()
+      return wait
+    },
+    clearTimeout: (handle) => clock.clearTimeout(handle instanceof LongWait ? handle.handle : handle),
+  }
+}
+
 /** The embedded default sink: used by inventories that name no sinkRefs. */
 export const DEFAULT_SINK: ObjectRef = { namespace: '', name: 'default' }
 

@@ -30,13 +30,14 @@ function isNode(value: unknown): value is Node {
 }
 
 /**
- * A JSON map as cel-js types one, by its constructor (so an own "constructor" key makes it
- * unsupported there, and a hand-over here); Maps, Dates and the like are left to cel-js.
+ * A JSON map: by its constructor, as cel-js types one, or by an own "constructor" key, which
+ * only a JSON map has (cel.ts hands those to cel-js as Maps); Maps, Dates and the like are left
+ * to cel-js.
  */
 function isPlainMap(v: unknown): v is Record<string, unknown> {
   if (v === null || typeof v !== 'object') return false
   const c = (v as { constructor?: unknown }).constructor
-  return c === Object || c === undefined
+  return c === Object || c === undefined || Object.hasOwn(v, 'constructor')
 }
 
 /** Values cel-js takes as they are, within the bounds cel.ts puts on every read. */

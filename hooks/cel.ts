@@ -1,5 +1,6 @@
 import { Environment } from '@marcbachmann/cel-js'
 import { BAIL, compileFast } from './cel-fast.js'
+import { celView } from './cel-view.js'
 import { compileCache } from './compile-cache.js'
 import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 
@@ -66,13 +67,55 @@ function compileUncached(expression: string, limits: ExpressionLimits): CelCompi
   if (problem) return { ok: false, error: problem }
   boundValues(parsed.ast as unknown as RuntimeNode, limits)
   const fast = compileFast(parsed.ast, limits)
+  const slow: CelProgram = (context) => withConstructorKeys(parsed, context)
   const program: CelProgram = fast
     ? (context) => {
         const value = fast(context.object)
-        return value === BAIL ? parsed(context) : value
+        return value === BAIL ? slow(context) : value
       }
-    : (context) => parsed(context)
+    : slow
   return { ok: true, program }
+}
+
+// cel-js tells a map from other values by its constructor property, so a map with an own key
+// "constructor" (a label, an annotation, a ConfigMap's data) is an "Unsupported type" there:
+// an error, or, where CEL absorbs errors (`?.`, ||, exists), a silently wrong answer. Every such
+// case passes through the evaluator's createError, which is watched: an evaluation that met one
+// runs again on a copy of the object where those maps are Maps. The copy is made only for such
+// objects, once each; the fast path reads these maps as they are.
+
+let unsupportedSeen = false
+
+function watchUnsupported(): void {
+  const probe = env.parse('object')
+  const root = probe.ast as unknown as RuntimeNode
+  let evaluator: { createError: (code: string, ...rest: unknown[]) => unknown } | undefined
+  const evaluate = root.evaluate
+  root.evaluate = function (ev, ast, ctx) {
+    evaluator = ev as typeof evaluator
+    return evaluate.call(this, ev, ast, ctx)
+  }
+  probe({ object: null })
+  if (!evaluator || typeof evaluator.createError !== 'function') throw new Error('cel-js: cannot reach the evaluator to watch for unsupported types')
+  const create = evaluator.createError
+  evaluator.createError = function (code, ...rest) {
+    if (code === 'unsupported_type') unsupportedSeen = true
+    return create.call(this, code, ...rest)
+  }
+}
+watchUnsupported()
+
+function withConstructorKeys(parsed: (context: { object: unknown }) => unknown, context: { object: unknown }): unknown {
+  unsupportedSeen = false
+  let value: unknown
+  try {
+    value = parsed(context)
+  } catch (err) {
+    if (!unsupportedSeen) throw err
+  }
+  if (!unsupportedSeen) return value
+  const view = celView(context.object)
+  return view === context.object ? parsed(context) : parsed({ object: view })
 }
 
 /** Walk the tree once: bound macro nesting, and require linear-time literal regex patterns. */

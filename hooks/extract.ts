@@ -2,6 +2,8 @@ import { Optional } from '@marcbachmann/cel-js'
 import { canonicalJson } from '../api/canonical.js'
 import type { JsonObject, JsonValue, KubeObject } from '../api/types.js'
 import { celError, isMissingKey } from './cel.js'
+import { readLazily } from './cel-view.js'
+import { isCoreSecretObject } from './core-secret.js'
 import { MISSING } from './jsonpath.js'
 import { ResourceLimitError } from './limits.js'
 import type { CompiledProfile } from './profile.js'
@@ -22,11 +24,6 @@ export interface ExtractResult {
 /** kubectl's JSON copy of the manifest it applied: Secret data included. */
 export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 
-function isCoreSecret(value: unknown): boolean {
-  const o = value as KubeObject | null
-  return typeof o === 'object' && o !== null && o.kind === 'Secret' && (o.apiVersion === 'v1' || o.apiVersion === undefined)
-}
-
 function withoutData<T>(value: T): T {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return value
   const { data: _data, stringData: _stringData, ...rest } = value as T & { data?: unknown; stringData?: unknown }
@@ -35,7 +32,7 @@ function withoutData<T>(value: T): T {
 
 /** Secret payloads never reach an expression, so they cannot reach an export either. */
 export function withoutSecretData(object: KubeObject): KubeObject {
-  return isCoreSecret(object) ? withoutData(object) : object
+  return isCoreSecretObject(object) ? withoutData(object) : object
 }
 
 /** The annotation's manifest, redacted like the object itself, then canonical JSON; anything else is a fixed marker. */
@@ -43,7 +40,7 @@ function redactedLastApplied(text: unknown, ofSecret: boolean, redactor: Redacto
   if (typeof text !== 'string') return REDACTED
   try {
     let applied = JSON.parse(text) as JsonValue
-    if (ofSecret || isCoreSecret(applied)) applied = withoutData(applied)
+    if (ofSecret || isCoreSecretObject(applied)) applied = withoutData(applied)
     return canonicalJson(redactor.redact(applied))
   } catch {
     // Not JSON, or nested past the stack: no part of it can be shown safely.
@@ -57,10 +54,12 @@ const prepared = new WeakSet<KubeObject>()
  * The object as expressions (attributes and matchPolicy) see it: a core Secret without data and
  * stringData, and the last-applied annotation redacted by the same rules. An object with neither
  * is returned as it is, at the cost of two property reads: this runs for every object.
+ * secretTarget: the target's resource is core Secrets, so every object it is sent is one,
+ * whatever the object says it is.
  */
-export function expressionInput(object: KubeObject, redactor: Redactor): KubeObject {
+export function expressionInput(object: KubeObject, redactor: Redactor, secretTarget = false): KubeObject {
   if (prepared.has(object)) return object
-  const secret = isCoreSecret(object)
+  const secret = secretTarget || isCoreSecretObject(object)
   const annotations = object.metadata?.annotations
   const lastApplied = typeof annotations === 'object' && annotations !== null && Object.hasOwn(annotations, LAST_APPLIED)
   if (!secret && !lastApplied) return object
@@ -72,6 +71,7 @@ export function expressionInput(object: KubeObject, redactor: Redactor): KubeObj
     let redacted: string | undefined
     const copy = { ...annotations }
     Object.defineProperty(copy, LAST_APPLIED, { enumerable: true, configurable: true, get: () => (redacted ??= redactedLastApplied(raw, secret, redactor)) })
+    readLazily(copy, LAST_APPLIED)
     input = { ...input, metadata: { ...input.metadata, annotations: copy } }
   }
   prepared.add(input)

@@ -4,7 +4,7 @@ import {
   type KollectInventorySpec, type KollectSinkSpec, type ObjectRef, type ResolvedSink,
 } from '../api/types.js'
 import { condition, sortConditions } from './conditions.js'
-import { formatDuration, parseDuration } from '../api/duration.js'
+import { MAX_DURATION_MS, durationProblem, formatDuration, parseDuration } from '../api/duration.js'
 import {
   parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
   type CustomizeRequest, type CustomizeResponse, type RelatedRule, type SyncRequest, type SyncResponse,
@@ -66,6 +66,12 @@ export function composeInventory(req: SyncRequest): Composed {
   const spec = parentSpec<KollectInventorySpec>(req.parent)
   const invalid = specProblems('KollectInventory', spec)
   if (invalid.length > 0) return { ok: false, problems: [{ reason: 'InvalidSpec', message: invalid.join('; ') }] }
+  // The CRD's rule, re-checked for clusters whose admission was bypassed.
+  const tooLong = (['debounce', 'maxWait'] as const).flatMap((field) => {
+    const problem = spec[field] === undefined ? null : durationProblem(`spec.${field}`, spec[field], MAX_DURATION_MS)
+    return problem ? [problem] : []
+  })
+  if (tooLong.length > 0) return { ok: false, problems: [{ reason: 'InvalidSpec', message: tooLong.join('; ') }] }
 
   const problems: Problem[] = []
   const scope = effectiveScope(ref.namespace, scopesOf(req, ref.namespace))

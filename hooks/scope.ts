@@ -1,5 +1,6 @@
 import type { KollectScopeSpec, ObjectRef } from '../api/types.js'
-import { parseDuration } from '../api/duration.js'
+import { MAX_DURATION_MS, parseDuration } from '../api/duration.js'
+import { isCoreSecretResource } from './core-secret.js'
 import { parentSpec, related, typeKey, type SyncRequest } from './request.js'
 
 export const SCOPE_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectScope')
@@ -66,14 +67,15 @@ export function effectiveScope(namespace: string, scopes: { name: string; spec: 
       : null)
     sinkLists.push(new Set((spec.allowedSinks ?? []).map((s) => `${s.namespace}/${s.name}`)))
     secretLists.push(new Set((spec.allowedSecrets ?? []).map((s) => `${s.namespace}/${s.name}`)))
-    const d = spec.minDebounce ? parseDuration(spec.minDebounce) : 0
-    if (d !== null && d > minDebounceMs) minDebounceMs = d
+    // Past the maximum (admission bypassed): the maximum, never nothing, so a scope still binds.
+    const d = spec.minDebounce ? Math.min(parseDuration(spec.minDebounce) ?? MAX_DURATION_MS, MAX_DURATION_MS) : 0
+    if (d > minDebounceMs) minDebounceMs = d
   }
   if (scopes.length === 0) {
     sinkLists.push(new Set())
     secretLists.push(new Set())
   }
-  const isSecret = (group: string, kind: string) => group === '' && kind === 'Secret'
+  const isSecret = isCoreSecretResource
   return {
     allowedNamespaces: allowed,
     deniedNamespaces: denied,

@@ -1,5 +1,6 @@
 import type { KollectTargetSpec, KubeObject, LabelSelector } from '../api/types.js'
 import { compileCel, type CelProgram, type CompileError } from './cel.js'
+import { isCoreSecretResource } from './core-secret.js'
 import { expressionInput } from './extract.js'
 import type { ExpressionLimits } from './limits.js'
 import { isClusterScoped, type PluralResolution } from './plural.js'
@@ -18,6 +19,8 @@ export interface Selection {
   /** Requested namespaces the scope took away, sorted (they go into a Degraded condition). */
   refused: string[]
   predicates: readonly Predicate[]
+  /** The target's resource is core Secrets: no object it is sent shows its data to an expression. */
+  secrets: boolean
 }
 
 /** Why nothing can be selected; scopeForbids means the exporter must drop the target's items too. */
@@ -79,7 +82,8 @@ export function selectionFor(spec: KollectTargetSpec, own: string, scope: Effect
     allowedByScope(scope),
     ...(policy ? [passesMatchPolicy(policy)] : []),
   ]
-  return { ok: true, selection: { read: namespacesToRead(spec, own, clusterScoped), refused, predicates } }
+  const secrets = isCoreSecretResource(spec.resource.group ?? '', spec.resource.kind)
+  return { ok: true, selection: { read: namespacesToRead(spec, own, clusterScoped), refused, predicates, secrets } }
 }
 
 /**
@@ -87,6 +91,6 @@ export function selectionFor(spec: KollectTargetSpec, own: string, scope: Effect
  * object: matchPolicy is an expression too, and never sees Secret data.
  */
 export function selectObject(selection: Selection, object: KubeObject, redactor: Redactor): { input: KubeObject; rejection: Rejection | null } {
-  const input = expressionInput(object, redactor)
+  const input = expressionInput(object, redactor, selection.secrets)
   return { input, rejection: select(input, selection.predicates) }
 }

@@ -1,4 +1,5 @@
 import { specProblems } from '../api/crd-schemas.js'
+import { MAX_DURATION_MS, MAX_RETENTION_MS, durationProblem } from '../api/duration.js'
 import { BROKER_RULE, parseBroker } from '../api/kafka-brokers.js'
 import { API_VERSION, type KollectSinkSpec, type SinkCheck, type SinkStatus } from '../api/types.js'
 import { condition } from './conditions.js'
@@ -40,7 +41,22 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
     if (refused) problems.push(`spec.${field}: ${refused}`)
   }
   problems.push(...s3Problems(spec, policy))
+  problems.push(...durationProblems(spec))
   return problems
+}
+
+/** The CRD's maxima on durations: a week for what the exporter waits, ten years for retention. */
+function durationProblems(spec: KollectSinkSpec): string[] {
+  const fields: [string, unknown, number][] = [
+    ['spec.drift.interval', spec.drift?.interval, MAX_DURATION_MS],
+    ['spec.git.review.pollInterval', spec.git?.review?.pollInterval, MAX_DURATION_MS],
+    ['spec.postgres.snapshotMaxAge', spec.postgres?.snapshotMaxAge, MAX_RETENTION_MS],
+    ['spec.nats.maxAge', spec.nats?.maxAge, MAX_RETENTION_MS],
+  ]
+  return fields.flatMap(([field, text, max]) => {
+    const problem = text === undefined ? null : durationProblem(field, text, max)
+    return problem ? [problem] : []
+  })
 }
 
 /** The s3 sink's own rules: the CRD's CEL rules again, and the SSRF guard on the endpoint. */

@@ -19,8 +19,10 @@ export function valueBudget(max: number): ValueBudget {
 /**
  * CEL and JSONPath results as plain JSON: bigint → number, Date → RFC 3339, bytes → base64.
  * The budget bounds the elements plus characters visited: a CEL value may share one list or
- * string many times over (cel.bind), small in memory but huge once serialised, so the walk
- * stops before JSON.stringify would.
+ * string many times over (cel.bind, or map() returning the same list), small in memory but huge
+ * once serialised, so the walk stops before JSON.stringify would. Every value costs at least
+ * one, whatever its type, and every map key its characters: a walk over shared numbers, bools
+ * or nulls is as long as one over shared strings.
  */
 export function toJson(value: unknown, budget: ValueBudget = valueBudget(Number.POSITIVE_INFINITY)): JsonValue {
   return convert(value, 0, budget)
@@ -35,17 +37,23 @@ function spend(budget: ValueBudget, n: number): void {
 }
 
 function convert(value: unknown, depth: number, budget: ValueBudget): JsonValue {
-  if (value === null || value === undefined) return null
+  if (value === null || value === undefined) {
+    spend(budget, 1)
+    return null
+  }
   switch (typeof value) {
     case 'string':
       spend(budget, value.length + 1)
       return value
     case 'boolean':
+      spend(budget, 1)
       return value
     case 'number':
+      spend(budget, 1)
       if (!Number.isFinite(value)) throw new CoercionError(`value ${value} is not a finite number`)
       return value
     case 'bigint':
+      spend(budget, 1)
       if (value > MAX_SAFE || value < MIN_SAFE) return value.toString()
       return Number(value)
     case 'object':
@@ -71,7 +79,11 @@ function convert(value: unknown, depth: number, budget: ValueBudget): JsonValue 
   }
   if (value instanceof Map) {
     const out: Record<string, JsonValue> = {}
-    for (const [k, v] of value) setOwn(out, String(k), convert(v, depth + 1, budget))
+    for (const [k, v] of value) {
+      const key = String(k)
+      spend(budget, key.length)
+      setOwn(out, key, convert(v, depth + 1, budget))
+    }
     return out
   }
   const proto = Object.getPrototypeOf(value)
@@ -83,6 +95,7 @@ function convert(value: unknown, depth: number, budget: ValueBudget): JsonValue 
   const obj = value as Record<string, unknown>
   let out: Record<string, JsonValue> | null = null
   for (const k of Object.keys(obj)) {
+    spend(budget, k.length)
     const v = convert(obj[k], depth + 1, budget)
     if (v === obj[k]) continue
     if (!out) {

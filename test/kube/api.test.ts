@@ -253,6 +253,44 @@ spec:
     fields: [{ field: 'spec.attributes[0].name', words: '^[A-Za-z_][A-Za-z0-9_]*$' }],
   },
   {
+    name: 'a CEL rule on a duration (a debounce past the 168h maximum, issue 24)',
+    file: 'inventory-long.yaml',
+    text: `apiVersion: kollect.dev/v1alpha1
+kind: KollectInventory
+${meta('long')}
+spec:
+  targetRefs: [{name: prod-deploys}]
+  debounce: 600h
+  maxWait: 168h0m1s
+`,
+    fields: [{ field: 'spec.debounce', words: 'must be at most 168h' }, { field: 'spec.maxWait', words: 'must be at most 168h' }],
+  },
+  {
+    name: 'a CEL rule on a sink\'s durations (drift interval, retention age)',
+    file: 'sink-long.yaml',
+    text: `apiVersion: kollect.dev/v1alpha1
+kind: KollectSink
+${meta('long')}
+spec:
+  type: postgres
+  secretRef: {name: pg-creds}
+  drift: {interval: 169h}
+  postgres: {snapshotMaxAge: 87601h}
+`,
+    fields: [{ field: 'spec.drift.interval', words: 'must be at most 168h' }, { field: 'spec.postgres.snapshotMaxAge', words: 'must be at most 87600h' }],
+  },
+  {
+    name: 'a CEL rule on a scope\'s minDebounce',
+    file: 'scope-long.yaml',
+    text: `apiVersion: kollect.dev/v1alpha1
+kind: KollectScope
+${meta('long')}
+spec:
+  minDebounce: 1000h
+`,
+    fields: [{ field: 'spec.minDebounce', words: 'must be at most 168h' }],
+  },
+  {
     name: 'an unknown field (strict field validation)',
     file: 'target-typo.yaml',
     text: `apiVersion: kollect.dev/v1alpha1

@@ -6,6 +6,9 @@ interface FakeTimer {
   fn: () => void
 }
 
+/** Node's setTimeout takes delays up to this many ms. */
+export const MAX_NODE_TIMER_MS = 2 ** 31 - 1
+
 /** 2025-01-01T00:00:00Z: a fixed start, so times derived from the clock are reproducible. */
 export const FAKE_EPOCH = Date.UTC(2025, 0, 1)
 
@@ -29,7 +32,8 @@ export class FakeClock implements Clock {
 
   setTimeout(fn: () => void, ms: number): unknown {
     const id = ++this.seq
-    const delay = Number.isFinite(ms) && ms > 0 ? ms : 0
+    // As Node's timers: a delay past 2^31-1 ms is 1 ms (with a TimeoutOverflowWarning), not that long.
+    const delay = ms > MAX_NODE_TIMER_MS ? 1 : Number.isFinite(ms) && ms > 0 ? ms : 0
     this.timers.set(id, { id, due: this.current + delay, fn })
     return id
   }
