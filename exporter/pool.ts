@@ -1,6 +1,6 @@
 import { canonicalJson, refKey, sha256 } from '../api/canonical.js'
 import type { ResolvedSink, SinkCheck } from '../api/types.js'
-import type { Sink } from '../sinks/sink.js'
+import { SinkError, type Sink } from '../sinks/sink.js'
 import type { Clock, ExporterOptions } from './options.js'
 import { isPermanent } from './retry.js'
 
@@ -57,11 +57,13 @@ export class SinkPool {
   async sinkFor(poolKey: string, resolved: ResolvedSink | null): Promise<Sink> {
     const pooled = this.pool.get(poolKey) as PooledSink
     await this.confirmGrant(poolKey, resolved)
+    // Released while the grant was looked up: building now would leave a sink nothing closes.
+    if (this.pool.get(poolKey) !== pooled) throw new SinkError('the sink was released while its grant was looked up', { retriable: true })
     const attempt = pooled.sink ?? this.build(pooled, resolved)
     try {
       return await attempt
     } catch (err) {
-      if (pooled.sink === attempt) this.build(pooled, resolved)
+      if (pooled.sink === attempt && this.pool.get(poolKey) === pooled) this.build(pooled, resolved)
       throw err
     }
   }
