@@ -2,6 +2,7 @@ import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { kinds, validateSpec, type KollectKind } from '../api/crd-schemas.js'
+import { isNamespaceName, isObjectName } from '../api/names.js'
 import { API_VERSION, GROUP, type KollectProfileSpec, type KollectSinkSpec } from '../api/types.js'
 import { DEFAULT_LIMITS } from '../hooks/limits.js'
 import { compileProfile, describeProblem } from '../hooks/profile.js'
@@ -133,8 +134,6 @@ function validateDocument(where: string, value: unknown, counts: Counts, io: Io,
 }
 
 const TOP_LEVEL = new Set(['apiVersion', 'kind', 'metadata', 'spec', 'status'])
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
 /** Every problem of one Kollect resource, most specific first, one per field path and source. */
 export function checkResource(doc: Record<string, unknown>): Finding[] {
@@ -153,10 +152,10 @@ export function checkResource(doc: Record<string, unknown>): Finding[] {
   else {
     if (typeof meta.name !== 'string' || meta.name === '') {
       if (typeof meta.generateName !== 'string') basics.push(at('metadata.name', 'required field is missing'))
-    } else if (meta.name.length > 253 || !DNS_SUBDOMAIN.test(meta.name)) {
+    } else if (!isObjectName(meta.name)) {
       basics.push(at('metadata.name', `${JSON.stringify(meta.name)} must be a lowercase RFC 1123 subdomain`))
     }
-    if (meta.namespace !== undefined && (typeof meta.namespace !== 'string' || meta.namespace.length > 63 || !DNS_LABEL.test(meta.namespace))) {
+    if (meta.namespace !== undefined && !isNamespaceName(meta.namespace)) {
       basics.push(at('metadata.namespace', `${JSON.stringify(meta.namespace)} must be a lowercase RFC 1123 label`))
     }
   }

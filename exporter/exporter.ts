@@ -39,7 +39,7 @@ export class Exporter implements ExporterClient {
     this.active = !options.standby
     const log = this.log.bind(this)
     this.targets = new TargetStore(options.budget, options.observer, log)
-    this.pool = new SinkPool(options.createSink, this.clock)
+    this.pool = new SinkPool(options.createSink, this.clock, options.checkGrant)
     this.schedule = new Schedule(this.clock, (inv) => this.exportNow(inv))
     this.journal = new JournalKeeper(options.journal, log)
     this.writer = new SinkWriter({

@@ -82,6 +82,11 @@ export interface ExporterOptions {
   cluster: string
   /** Build a sink for a KollectSink, or the embedded default when `resolved` is null. */
   createSink(resolved: ResolvedSink | null): Promise<Sink>
+  /**
+   * Before every use of a built sink (write, drift check, removal, sink check): throws when the
+   * sink may no longer use its Secret. A permanent refusal closes and forgets the pooled sink.
+   */
+  checkGrant?(resolved: ResolvedSink): Promise<void>
   clock?: Clock
   backoff?: BackoffPolicy
   observer?: ExporterObserver

@@ -1,14 +1,16 @@
 import { canonicalJson, refKey, sha256 } from '../api/canonical.js'
 import type { ResolvedSink, SinkCheck } from '../api/types.js'
-import type { Sink } from '../sinks/sink.js'
-import type { Clock } from './options.js'
+import { SinkError, type Sink } from '../sinks/sink.js'
+import type { Clock, ExporterOptions } from './options.js'
+import { isPermanent } from './retry.js'
 
 /** How long a healthcheck answer is reused, and how long one may take. */
 export const SINK_CHECK_TTL_MS = 30_000
 export const SINK_CHECK_TIMEOUT_MS = 4_000
 
 interface PooledSink {
-  sink: Promise<Sink>
+  /** Null once a refused grant dropped it: built again at its next use, if the grant is back. */
+  sink: Promise<Sink> | null
   refs: number
 }
 
@@ -17,7 +19,11 @@ export class SinkPool {
   private readonly pool = new Map<string, PooledSink>()
   private readonly checks = new Map<string, { at: number; result: SinkCheck }>()
 
-  constructor(private readonly createSink: (resolved: ResolvedSink | null) => Promise<Sink>, private readonly clock: Clock) {}
+  constructor(
+    private readonly createSink: (resolved: ResolvedSink | null) => Promise<Sink>,
+    private readonly clock: Clock,
+    private readonly checkGrant: ExporterOptions['checkGrant'] = undefined,
+  ) {}
 
   acquire(poolKey: string, resolved: ResolvedSink | null): void {
     const pooled = this.pool.get(poolKey)
@@ -25,28 +31,58 @@ export class SinkPool {
       pooled.refs++
       return
     }
+    const fresh: PooledSink = { sink: null, refs: 1 }
+    this.build(fresh, resolved)
+    this.pool.set(poolKey, fresh)
+  }
+
+  private build(pooled: PooledSink, resolved: ResolvedSink | null): Promise<Sink> {
     const sink = this.createSink(resolved)
     sink.catch(() => undefined) // surfaced per write, where the sink's state records it
-    this.pool.set(poolKey, { sink, refs: 1 })
+    pooled.sink = sink
+    return sink
   }
 
   release(poolKey: string): void {
     const pooled = this.pool.get(poolKey)
     if (!pooled || --pooled.refs > 0) return
     this.pool.delete(poolKey)
-    pooled.sink.then((s) => s.close()).catch(() => undefined)
+    pooled.sink?.then((s) => s.close()).catch(() => undefined)
   }
 
-  /** The pooled sink of an acquired key; a failed creation (missing secret, bad config) is tried again next time. */
+  /**
+   * The pooled sink of an acquired key, once its grant is confirmed; a failed creation (missing
+   * secret, bad config) is tried again next time.
+   */
   async sinkFor(poolKey: string, resolved: ResolvedSink | null): Promise<Sink> {
     const pooled = this.pool.get(poolKey) as PooledSink
-    const attempt = pooled.sink
+    await this.confirmGrant(poolKey, resolved)
+    // Released while the grant was looked up: building now would leave a sink nothing closes.
+    if (this.pool.get(poolKey) !== pooled) throw new SinkError('the sink was released while its grant was looked up', { retriable: true })
+    const attempt = pooled.sink ?? this.build(pooled, resolved)
     try {
       return await attempt
     } catch (err) {
-      if (pooled.sink === attempt) {
-        pooled.sink = this.createSink(resolved)
-        pooled.sink.catch(() => undefined)
+      if (pooled.sink === attempt && this.pool.get(poolKey) === pooled) this.build(pooled, resolved)
+      throw err
+    }
+  }
+
+  /**
+   * A built sink holds its credentials, so the grant of a Secret in another namespace is looked
+   * up again before every use, not only when the Secret is read. A refusal closes the pooled sink
+   * and forgets it, credentials included; a failed lookup (retriable) keeps it.
+   */
+  private async confirmGrant(poolKey: string, resolved: ResolvedSink | null): Promise<void> {
+    if (!resolved || !this.checkGrant) return
+    try {
+      await this.checkGrant(resolved)
+    } catch (err) {
+      const pooled = this.pool.get(poolKey)
+      if (isPermanent(err) && pooled?.sink) {
+        const dropped = pooled.sink
+        pooled.sink = null
+        dropped.then((s) => s.close()).catch(() => undefined)
       }
       throw err
     }
@@ -58,6 +94,13 @@ export class SinkPool {
    */
   async check(resolved: ResolvedSink): Promise<SinkCheck> {
     const poolKey = poolKeyOf(resolved)
+    try {
+      await this.confirmGrant(poolKey, resolved)
+    } catch (err) {
+      // A refused grant outdates the answer a check with the credentials gave.
+      this.checks.delete(poolKey)
+      return { reachable: false, message: (err as Error).message }
+    }
     const cached = this.checks.get(poolKey)
     if (cached && this.clock.now() - cached.at < SINK_CHECK_TTL_MS) return cached.result
     let temporary: Promise<Sink> | null = null
@@ -76,7 +119,7 @@ export class SinkPool {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.pool.values()].map(async (p) => (await p.sink).close()))
+    await Promise.allSettled([...this.pool.values()].map(async (p) => (await p.sink)?.close()))
     this.pool.clear()
   }
 }

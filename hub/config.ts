@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import YAML from 'yaml'
 import { specProblems } from '../api/crd-schemas.js'
+import { clusterLabelProblem } from '../api/names.js'
 import type { KollectSinkSpec } from '../api/types.js'
 import { DEFAULT_STREAM, DEFAULT_SUBJECT } from '../sinks/nats/config.js'
 
@@ -71,7 +72,12 @@ export function parseHubConfig(text: string, file = 'hub.yaml'): HubConfig {
   const url = optionalString(nats.url, 'nats.url', problems)
   if (url === undefined) problems.push('nats.url is required')
   const clusters = Array.isArray(doc.clusters) ? doc.clusters : []
-  if (clusters.length === 0 || !clusters.every((c) => typeof c === 'string' && c !== '')) problems.push('clusters must list the spoke cluster labels')
+  if (clusters.length === 0) problems.push('clusters must list the spoke cluster labels')
+  // A label becomes part of the hub's keys, paths and subjects: the rule of KollectSink.spec.cluster.
+  clusters.forEach((c: unknown, i) => {
+    const problem = clusterLabelProblem(c)
+    if (problem) problems.push(`clusters[${i}]: ${problem}`)
+  })
   const sinks: HubSinkConfig[] = []
   const rawSinks = Array.isArray(doc.sinks) ? doc.sinks : []
   if (rawSinks.length === 0) problems.push('sinks must list at least one sink')

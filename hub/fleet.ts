@@ -1,7 +1,8 @@
 import { buildSnapshot, itemKey, refKey } from '../api/canonical.js'
+import { clusterLabelProblem, isNamespaceName, isObjectName } from '../api/names.js'
 import type { Item, ObjectRef, Snapshot } from '../api/types.js'
 import type { ItemEvent, SnapshotMarker } from '../sinks/nats/encode.js'
-import { escapeSubjectToken } from '../sinks/escape.js'
+import { escapePathSegment, escapeSubjectToken } from '../sinks/escape.js'
 import { SharedStrings } from '../exporter/shared-strings.js'
 
 // Pure: the hub's picture of each spoke inventory, rebuilt from the spokes' JetStream messages.
@@ -44,8 +45,13 @@ const EVENT_TYPES = new Set(['added', 'changed', 'removed'])
 /** Held items point at shared copies of repeated strings (a cache: nothing observable). */
 const strings = new SharedStrings()
 
+/**
+ * Each part escaped as one path segment, so no part carries a "/" into the next and two spoke
+ * inventories never share a key (or the store's file). Valid names are left as they are, so the
+ * keys, and the files saved under them, read as before.
+ */
 export function inventoryKey(cluster: string, inventory: ObjectRef): string {
-  return `${cluster}/${refKey(inventory)}`
+  return [cluster, inventory.namespace, inventory.name].map(escapePathSegment).join('/')
 }
 
 /**
@@ -66,6 +72,10 @@ export function checkAddress(prefix: string, allowed: ReadonlySet<string>, msg: 
   if (namespace !== escapeSubjectToken(inventory.namespace) || name !== escapeSubjectToken(inventory.name)) {
     return `inventory ${refKey(inventory)} published under ${msg.subject}`
   }
+  // Names as the spoke's API server would have them: the hub keys, paths and rows are built from them.
+  const clusterProblem = clusterLabelProblem(body.cluster)
+  if (clusterProblem) return `cluster ${clusterProblem}`
+  if (!isNamespaceName(inventory.namespace) || !isObjectName(inventory.name)) return `inventory ${JSON.stringify(refKey(inventory).slice(0, 320))} is not a Kubernetes namespace and name`
   if (!allowed.has(body.cluster)) return `cluster ${JSON.stringify(body.cluster)} is not in the hub's clusters`
   return { cluster: body.cluster, inventory }
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import path from 'node:path'
+import { clusterLabelProblem } from '../api/names.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from '../hooks/limits.js'
 import type { HookAuth } from './auth.js'
 import type { LeaseSettings } from './leader.js'
@@ -150,6 +151,13 @@ export interface ConfigDefaults extends Partial<Config> {
   loopbackAuth?: 'none'
 }
 
+/** The label is stamped into keys, paths, rows and subjects: KollectSink.spec.cluster's rule. */
+function clusterLabel(value: string): string {
+  const problem = clusterLabelProblem(value)
+  if (problem) throw new Error(`KOLLECT_CLUSTER: ${problem}`)
+  return value
+}
+
 export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}): Config {
   const exporterPort = int(env, 'KOLLECT_EXPORTER_PORT', defaults.exporterPort ?? 8081)
   const host = env['HOST'] ?? defaults.host ?? '0.0.0.0'
@@ -161,7 +169,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     port: int(env, 'PORT', defaults.port ?? 8080),
     host,
     dataDir: path.resolve(env['KOLLECT_DATA_DIR'] ?? defaults.dataDir ?? '.data'),
-    cluster: env['KOLLECT_CLUSTER'] ?? defaults.cluster ?? 'default',
+    cluster: clusterLabel(env['KOLLECT_CLUSTER'] ?? defaults.cluster ?? 'default'),
     hookAuth: auth,
     hookBodyLimit: int(env, 'KOLLECT_HOOK_BODY_LIMIT', 64 * 1024 * 1024),
     exporterPort,

@@ -6,10 +6,23 @@ import { SinkError, type Credentials } from '../sinks/sink.js'
 
 // Sink credentials, confined: a sink reads Secrets of its own namespace, and another namespace's
 // only when every KollectScope of the sink's namespace lists it in allowedSecrets. The hooks
-// check that too, but the exporter decides again before any read: a composition or a sink check
-// is a report, not a permission.
+// check that too, but the exporter decides again before any read and any use of a built sink: a
+// composition or a sink check is a report, not a permission, and a grant can be revoked.
 
 export type CredentialReader = (sink: ResolvedSink) => Promise<Credentials>
+
+/** Resolves when the sink may still use its Secret; throws the refusal (a SinkError) when not. */
+export type GrantCheck = (sink: ResolvedSink) => Promise<void>
+
+/**
+ * A sink's Secret, read once when the sink is built, and its grant, looked up again before every
+ * use of the built sink (each write, drift check, removal and sink check): a pooled sink holds its
+ * credentials, so a check at the read alone would let a revoked grant keep working.
+ */
+export interface SecretAccess {
+  credentials: CredentialReader
+  checkGrant: GrantCheck
+}
 
 export type ScopeList = { name: string; spec: KollectScopeSpec }[]
 
@@ -59,17 +72,20 @@ export function secretEnvName(namespace: string, secretName: string, key: string
   return `KOLLECT_SECRET_${envPart('namespace', namespace)}__${envPart('name', secretName)}__${key.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`
 }
 
-/**
- * Local mode: every KOLLECT_SECRET_<NAMESPACE>__<NAME>__* variable is one key of that Secret.
- * Another namespace's Secret is refused: there is no KollectScope here to grant it.
- */
+/** Local mode refuses another namespace's Secret: there is no KollectScope here to grant it. */
+function localRefusal(sink: ResolvedSink): SinkError | null {
+  const at = secretLocation(sink)
+  if (!at?.foreign) return null
+  return new SinkError(`ScopeSecretDenied: Secret ${at.namespace}/${at.name} of KollectSink ${sink.namespace}/${sink.name} is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace`, { retriable: false })
+}
+
+/** Local mode: every KOLLECT_SECRET_<NAMESPACE>__<NAME>__* variable is one key of that Secret. */
 export function envCredentials(env: Record<string, string | undefined> = process.env): CredentialReader {
   return async (sink) => {
     const at = secretLocation(sink)
     if (!at) return {}
-    if (at.foreign) {
-      throw new SinkError(`ScopeSecretDenied: Secret ${at.namespace}/${at.name} of KollectSink ${sink.namespace}/${sink.name} is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace`, { retriable: false })
-    }
+    const refusal = localRefusal(sink)
+    if (refusal) throw refusal
     const prefix = secretEnvName(at.namespace, at.name, '')
     const out: Record<string, string> = {}
     for (const [k, v] of Object.entries(env)) {
@@ -79,6 +95,16 @@ export function envCredentials(env: Record<string, string | undefined> = process
     if (out['database_url'] !== undefined) out['DATABASE_URL'] = out['database_url']
     if (Object.keys(out).length === 0) throw new SinkError(`Secret ${at.namespace}/${at.name}: no ${prefix}* environment variables are set`, { retriable: true })
     return out
+  }
+}
+
+export function envSecrets(env: Record<string, string | undefined> = process.env): SecretAccess {
+  return {
+    credentials: envCredentials(env),
+    checkGrant: async (sink) => {
+      const refusal = localRefusal(sink)
+      if (refusal) throw refusal
+    },
   }
 }
 
@@ -112,20 +138,26 @@ export function kubeReads(kc: k8s.KubeConfig): ClusterReads {
 }
 
 /**
- * Cluster mode: a foreign Secret is read only after the scopes of the sink's namespace, listed
- * fresh, allow it; a failed list refuses (retriably). Secret data is cached briefly by location,
- * so rotation is picked up; the scope decision is never cached, so a revoked grant takes effect
- * at the next sink creation.
+ * Cluster mode: a foreign Secret is used only while the scopes of the sink's namespace, listed
+ * fresh at every check, allow it; a failed list refuses (retriably). Secret data is cached briefly
+ * by location, so rotation is picked up; the scope decision is never cached, and a refusal evicts
+ * the Secret's data, so a revoked grant stops the next use of the sink.
  */
-export function clusterCredentials(reads: ClusterReads, cacheMs: number): CredentialReader {
+export function clusterSecrets(reads: ClusterReads, cacheMs: number): SecretAccess {
   const cache = new LRUCache<string, Credentials>({ max: 500, ttl: Math.max(1, cacheMs) })
-  return async (sink) => {
+  const checkGrant: GrantCheck = async (sink) => {
+    const at = secretLocation(sink)
+    if (!at?.foreign) return
+    const refusal = secretRefusal(sink, await apiCall(() => reads.scopes(sink.namespace), `KollectScopes of namespace ${sink.namespace}: cannot be listed`))
+    if (refusal) {
+      cache.delete(`${at.namespace}/${at.name}`)
+      throw refusal
+    }
+  }
+  const credentials: CredentialReader = async (sink) => {
     const at = secretLocation(sink)
     if (!at) return {}
-    if (at.foreign) {
-      const refusal = secretRefusal(sink, await apiCall(() => reads.scopes(sink.namespace), `KollectScopes of namespace ${sink.namespace}: cannot be listed`))
-      if (refusal) throw refusal
-    }
+    await checkGrant(sink)
     const key = `${at.namespace}/${at.name}`
     const hit = cache.get(key)
     if (hit) return hit
@@ -133,10 +165,15 @@ export function clusterCredentials(reads: ClusterReads, cacheMs: number): Creden
     cache.set(key, data)
     return data
   }
+  return { credentials, checkGrant }
+}
+
+export function kubeSecrets(kc: k8s.KubeConfig, cacheMs: number): SecretAccess {
+  return clusterSecrets(kubeReads(kc), cacheMs)
 }
 
 export function kubeCredentials(kc: k8s.KubeConfig, cacheMs: number): CredentialReader {
-  return clusterCredentials(kubeReads(kc), cacheMs)
+  return kubeSecrets(kc, cacheMs).credentials
 }
 
 /** An API failure as a retriable SinkError with the HTTP code only (the body may echo data). */

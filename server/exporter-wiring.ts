@@ -4,7 +4,7 @@ import { Exporter } from '../exporter/index.js'
 import { PendingJournal } from '../exporter/pending-journal.js'
 import { createSinkFactory } from '../sinks/registry.js'
 import type { Config } from './config.js'
-import { envCredentials, kubeCredentials } from './credentials.js'
+import { envSecrets, kubeSecrets } from './credentials.js'
 import { loadKubeConfig } from './kube.js'
 import { LeaderElector, leaseApi } from './leader.js'
 import type { Logger } from './logger.js'
@@ -14,14 +14,15 @@ import { checkResolvedEndpoint } from './ssrf.js'
 /** The exporter with its real sinks: secrets from the cluster when there is one, else from env. */
 export function createExporter(config: Config, logger: Logger, metrics: Metrics, env: Record<string, string | undefined> = process.env): Exporter {
   const kc = loadKubeConfig(env)
-  const credentials = kc ? kubeCredentials(kc, config.secretCacheMs) : envCredentials(env)
+  const secrets = kc ? kubeSecrets(kc, config.secretCacheMs) : envSecrets(env)
   const exporter = new Exporter({
     cluster: config.cluster,
     createSink: createSinkFactory({
       dataDir: config.dataDir,
-      credentials,
+      credentials: secrets.credentials,
       checkEndpoint: (url) => checkResolvedEndpoint(url, config.allowPrivateSinks),
     }),
+    checkGrant: secrets.checkGrant,
     observer: metrics.exporterObserver,
     budget: { maxBytes: config.itemBudgetBytes, namespaceShare: config.namespaceShare },
     journal: new PendingJournal(path.join(config.dataDir, 'pending')),

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import fc from 'fast-check'
 import { canonicalJson, itemKey } from '../../../api/canonical.js'
 import { parseHubConfig } from '../../../hub/config.js'
-import { applyMessage, snapshotOf, type FleetState, type HeldInventory, type StreamMessage } from '../../../hub/fleet.js'
+import { applyMessage, inventoryKey, snapshotOf, type FleetState, type HeldInventory, type StreamMessage } from '../../../hub/fleet.js'
 import { renderSnapshot } from '../../../sinks/document.js'
 import { heapPerElement } from '../../support/heap.js'
 import { bumpReplicas, makeItems } from '../../support/items.js'
@@ -23,11 +24,16 @@ describe('hub fleet state', () => {
     { reason: 'a body naming another inventory than its subject', message: msg(1, 'kollect.east.team-a.other.added', { type: 'added', key: itemKey(A), after: A }), says: /inventory team-a\/fleet published under/ },
     { reason: 'an event whose item is not its key', message: msg(1, 'kollect.east.team-a.fleet.added', { type: 'added', key: itemKey(B), after: A }), says: /carries no matching item/ },
     { reason: 'not JSON of an event', message: { subject: 'kollect.east.team-a.fleet.added', seq: 1, time: '', body: null }, says: /not a Kollect event/ },
+    // Issue 24, F13: "/" would join a cluster and a namespace into another cluster's key.
+    { reason: 'a cluster label with "/", even one the hub lists', message: { subject: 'kollect.prod%2Feu.team-a.fleet.added', seq: 1, time: '', body: { cluster: 'prod/eu', inventory: INV, type: 'added', key: itemKey(A), after: A } }, says: /^cluster "prod\/eu" is not a cluster label: / },
+    { reason: 'a namespace with "/"', message: msg(1, 'kollect.east.eu%2Fteam.fleet.added', { inventory: { namespace: 'eu/team', name: 'fleet' }, type: 'added', key: itemKey(A), after: A }), says: /^inventory "eu\/team\/fleet" is not a Kubernetes namespace and name$/ },
+    { reason: 'an upper-case namespace', message: msg(1, 'kollect.east.Team.fleet.added', { inventory: { namespace: 'Team', name: 'fleet' }, type: 'added', key: itemKey(A), after: A }), says: /is not a Kubernetes namespace and name/ },
+    { reason: 'a name that is no Kubernetes name', message: msg(1, 'kollect.east.team-a.a%2Fb.added', { inventory: { namespace: 'team-a', name: 'a/b' }, type: 'added', key: itemKey(A), after: A }), says: /is not a Kubernetes namespace and name/ },
   ]
   for (const { reason, message, says } of refusals) {
     test(`refuses ${reason}`, () => {
       const state: FleetState = {}
-      const verdict = applyMessage(state, 'kollect', ALLOWED, message)
+      const verdict = applyMessage(state, 'kollect', new Set([...ALLOWED, 'prod/eu']), message)
       assert.equal(verdict.kind, 'refused')
       assert.match((verdict as { reason: string }).reason, says)
       assert.deepEqual(Object.values(state).flatMap((h) => Object.keys(h.items)), [])
@@ -57,6 +63,20 @@ describe('hub fleet state', () => {
   })
 })
 
+describe('inventoryKey', () => {
+  test('valid names keep the key (and the store file) they had', () => {
+    assert.equal(inventoryKey('east', INV), 'east/team-a/fleet')
+  })
+
+  test('property: two different (cluster, namespace, name) never share a key, whatever "/" or "%" they hold', () => {
+    const part = fc.string({ unit: fc.constantFrom('a', '/', '%', '.', 'e'), maxLength: 6 })
+    fc.assert(fc.property(part, part, part, part, part, part, (c1, n1, m1, c2, n2, m2) => {
+      const same = c1 === c2 && n1 === n2 && m1 === m2
+      assert.equal(inventoryKey(c1, { namespace: n1, name: m1 }) === inventoryKey(c2, { namespace: n2, name: m2 }), same)
+    }), { numRuns: 5000, examples: [['prod', 'eu/team', 'fleet', 'prod/eu', 'team', 'fleet'], ['prod', 'eu', 'team/fleet', 'prod', 'eu/team', 'fleet']] })
+  })
+})
+
 describe('hub memory', () => {
   test('a held item, with the Git document text cached for it, takes a few times its JSON, not nineteen', () => {
     const n = 5_000
@@ -83,6 +103,18 @@ describe('hub config', () => {
         /sinks\[0\]\.name must be a DNS label/.test(err.message) && /sinks\[0\]\.spec\.type must be git or postgres/.test(err.message),
     )
   })
+  test('a cluster label with "/" (or anything the KollectSink cluster pattern refuses) is refused, in one line', () => {
+    const config = (clusters: string) => `nats: { url: "nats://hub:4222" }\nclusters: ${clusters}\nsinks:\n  - name: fleet-git\n    spec: { type: git, git: { url: "https://git.example.com/fleet.git" } }\n`
+    assert.throws(() => parseHubConfig(config('[prod, prod/eu]'), 'hub.yaml'), (err: Error) => {
+      assert.equal(err.message, 'hub config hub.yaml: clusters[1]: "prod/eu" is not a cluster label: at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit')
+      return true
+    })
+    for (const bad of ['[""]', '["-east"]', '["east "]', '[42]', `[${'a'.repeat(64)}]`]) {
+      assert.throws(() => parseHubConfig(config(bad)), (err: Error) => /^hub config hub\.yaml: clusters\[0\]: .* is not a cluster label: [^\n]*$/.test(err.message), bad)
+    }
+    assert.deepEqual(parseHubConfig(config('[lab-west, Prod_EU.1]')).clusters, ['lab-west', 'Prod_EU.1'])
+  })
+
   test('fills the defaults', () => {
     const config = parseHubConfig('nats: { url: "nats://hub:4222" }\nclusters: [east]\nsinks:\n  - name: fleet-git\n    spec: { type: git, git: { url: "https://git.example.com/fleet.git" } }\n')
     assert.deepEqual(config.nats, { url: 'nats://hub:4222', stream: 'KOLLECT', subject: 'kollect', durable: 'kollect-hub', ackWaitSeconds: 600 })
