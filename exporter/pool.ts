@@ -63,7 +63,9 @@ export class SinkPool {
     try {
       return await attempt
     } catch (err) {
-      if (pooled.sink === attempt && this.pool.get(poolKey) === pooled) this.build(pooled, resolved)
+      // Built again at the next use, after that use's grant check: a build started now would
+      // answer the next write with what the cluster said before (a grant not yet given).
+      if (pooled.sink === attempt) pooled.sink = null
       throw err
     }
   }

@@ -131,3 +131,31 @@ test('a Secret of the sink\'s own namespace needs no lookup, for writes or check
   assert.equal((await h.exporter.checkSink(own)).reachable, true)
   assert.deepEqual(reads.calls, { scopes: 0, secret: 1 })
 })
+
+test('a failed build is tried again at the next use, with what the cluster says then, not at the failure', LIMIT, async (t) => {
+  const reads = api()
+  let missing = true
+  const failedReads: number[] = []
+  const read = reads.secret
+  reads.secret = async (namespace, name) => {
+    if (!missing) return read(namespace, name)
+    reads.calls.secret++
+    failedReads.push(reads.calls.secret)
+    throw Object.assign(new Error('secrets "pg-creds" not found'), { code: 404 })
+  }
+  const h = exporterWithGrants(t, reads)
+  await h.exporter.applyInventory(composition({ sinks: [FOREIGN] }))
+  await exportChange(h)
+  await eventually(() => /Secret team-b\/pg-creds: cannot be read \(HTTP 404\)/.test(sinkState(h)?.message ?? ''), 'the failed read')
+
+  // A build started at the failure would read the Secret while it is still missing, and the
+  // retry after it is created would be answered with that stale refusal.
+  missing = false
+  for (let i = 0; i < 50 && sinkState(h)?.state !== 'Synced'; i++) {
+    h.clock.advance(10)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await eventually(() => sinkState(h)?.state === 'Synced', 'the retried export')
+  assert.deepEqual(failedReads, [1], 'the Secret was read once while missing, by the write that failed')
+  assert.equal(reads.calls.secret, 2)
+})
