@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import path from 'node:path'
-import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
+import { bounded, sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
 
@@ -37,13 +37,15 @@ const PERMANENT_ERRORS = [
  */
 export function gitFailure(sink: SinkLabel, action: string, err: unknown, secrets: Secrets): SinkError {
   if (err instanceof SinkError) return err
-  const raw = err instanceof Error ? err.message : String(err)
-  const detail = raw
+  const output = err instanceof Error ? err.message : String(err)
+  // git's stderr carries what the remote sent: only its start is classified. The detail is cut
+  // by sinkFailure, which knows the secrets a cut could split.
+  const raw = bounded(output)
+  const detail = output
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('hint:'))
     .join('; ')
-    .slice(0, 1000)
   // git's own words for refused credentials name a prompt it may not show, not the cause.
   const hint = /could not read (Username|Password)|Authentication failed/i.test(raw) ? ' (the remote refused the credentials: check the sink secret)' : ''
   return sinkFailure(sink, `git ${action}`, new Error((detail || 'unknown error') + hint), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)

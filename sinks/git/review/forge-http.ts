@@ -1,4 +1,4 @@
-import { forgeMessage, forgeRequest, type ForgeRequest } from './http.js'
+import { forgeMessage, forgeRequest, secretsOf, type ForgeRequest } from './http.js'
 import {
   ReviewError, type MergeOutcome, type ReviewEndpoint, type ReviewProvider, type ReviewProviderName, type ReviewRequest, type ReviewText,
 } from './provider.js'
@@ -41,7 +41,7 @@ export function forgeClient(endpoint: ReviewEndpoint, headers: Record<string, st
     async request<T>(method: ForgeRequest['method'], path: string, opts: { body?: unknown; expect?: readonly number[] } = {}): Promise<ForgeAnswer<T>> {
       const { status, body } = await forgeRequest(endpoint, { method, path, body: opts.body, headers, handled: opts.expect })
       if (status >= 200 && status < 300) return { ok: true, status, data: body as T }
-      return { ok: false, status, message: forgeMessage(body) }
+      return { ok: false, status, message: forgeMessage(body, secretsOf(endpoint)) }
     },
   }
 }
