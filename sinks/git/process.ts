@@ -18,7 +18,11 @@ const PASSTHROUGH_ENV = [
   'SSL_CERT_FILE', 'SSL_CERT_DIR',
 ]
 
+// git's words for an HTTP redirect it did not follow (http.followRedirects=false).
+const REDIRECTED = /returned error: 30[1278]\b/
+
 const PERMANENT_ERRORS = [
+  REDIRECTED,
   /Authentication failed/i,
   /returned error: (401|403|404)\b/,
   /\b403\b/,
@@ -47,7 +51,8 @@ export function gitFailure(sink: SinkLabel, action: string, err: unknown, secret
     .filter((line) => line !== '' && !line.startsWith('hint:'))
     .join('; ')
   // git's own words for refused credentials name a prompt it may not show, not the cause.
-  const hint = /could not read (Username|Password)|Authentication failed/i.test(raw) ? ' (the remote refused the credentials: check the sink secret)' : ''
+  const hint = /could not read (Username|Password)|Authentication failed/i.test(raw) ? ' (the remote refused the credentials: check the sink secret)'
+    : REDIRECTED.test(raw) ? ' (the remote redirected; redirects are not followed: set the url to the final address)' : ''
   return sinkFailure(sink, `git ${action}`, new Error((detail || 'unknown error') + hint), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)
 }
 
@@ -136,6 +141,9 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
     // diffs and merges the file as binary: a rebase over another writer's change to the same
     // document stops, and the sink re-renders on the new tip, as it does for any unclean rebase.
     ['core.bigFileThreshold', '1m'],
+    // The SSRF guard checked the remote's host, not wherever it redirects to (git's default
+    // follows the first request's redirect, to loopback or the metadata service alike).
+    ['http.followRedirects', 'false'],
   ]
   // Credentials travel per process in the environment: never on a command line (visible in
   // ps), in the remote URL or in .git/config.
