@@ -1,4 +1,5 @@
 import { specProblems } from '../api/crd-schemas.js'
+import { reviewApiUrlProblem, reviewProjectProblem } from '../api/review-checks.js'
 import { API_VERSION, type KollectSinkSpec, type SinkCheck, type SinkStatus } from '../api/types.js'
 import { condition } from './conditions.js'
 import { parentGeneration, parentRef, parentSpec, type CustomizeRequest, type CustomizeResponse, type SyncRequest, type SyncResponse } from './request.js'
@@ -39,7 +40,17 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
     if (refused) problems.push(`spec.${field}: ${refused}`)
   }
   problems.push(...s3Problems(spec, policy))
+  problems.push(...reviewProblems(spec))
   return problems
+}
+
+/** What the exporter would refuse in git.review anyway: said here, before the sink is called Valid. */
+function reviewProblems(spec: KollectSinkSpec): string[] {
+  const review = spec.type === 'git' ? spec.git?.review : undefined
+  if (!review) return []
+  const apiUrl = reviewApiUrlProblem((review.apiUrl ?? '').trim())
+  const project = reviewProjectProblem(review.provider, (review.project ?? '').trim())
+  return [...(apiUrl ? [`spec.git.review.apiUrl: ${apiUrl}`] : []), ...(project ? [`spec.git.review.project: ${project}`] : [])]
 }
 
 /** The s3 sink's own rules: the CRD's CEL rules again, and the SSRF guard on the endpoint. */

@@ -1,3 +1,4 @@
+import { reviewProjectProblem } from '../../../api/review-checks.js'
 import { forgeError, forgeMessage, forgeRequest, secretsOf, type ForgeRequest } from './http.js'
 import { ReviewError, type MergeOutcome, type ReviewEndpoint, type ReviewProvider, type ReviewRequest, type ReviewText } from './provider.js'
 
@@ -16,6 +17,8 @@ interface GitLabMergeRequest {
 const STATES: Record<string, ReviewRequest['state']> = { opened: 'open', merged: 'merged', closed: 'closed', locked: 'closed' }
 
 export function createGitLabProvider(endpoint: ReviewEndpoint): ReviewProvider {
+  const problem = reviewProjectProblem('gitlab', endpoint.project)
+  if (problem) throw new ReviewError('invalid', `gitlab: project ${problem}`)
   // A numeric id as is; a full path URL-encoded as one segment (group%2Fproject), as GitLab requires.
   const project = /^[0-9]+$/.test(endpoint.project) ? endpoint.project : encodeURIComponent(endpoint.project)
   const base = `/projects/${project}`
