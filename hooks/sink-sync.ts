@@ -1,6 +1,7 @@
 import { specProblems } from '../api/crd-schemas.js'
 import { MAX_DURATION_MS, MAX_RETENTION_MS, durationProblem } from '../api/duration.js'
 import { BROKER_RULE, parseBroker } from '../api/kafka-brokers.js'
+import { reviewApiUrlProblem, reviewProjectProblem } from '../api/review-checks.js'
 import { API_VERSION, type KollectSinkSpec, type SinkCheck, type SinkStatus } from '../api/types.js'
 import { condition } from './conditions.js'
 import { parentGeneration, parentRef, parentSpec, type CustomizeRequest, type CustomizeResponse, type SyncRequest, type SyncResponse } from './request.js'
@@ -42,6 +43,7 @@ export function sinkProblems(spec: KollectSinkSpec, policy: SinkPolicy): string[
   }
   problems.push(...s3Problems(spec, policy))
   problems.push(...durationProblems(spec))
+  problems.push(...reviewProblems(spec))
   return problems
 }
 
@@ -57,6 +59,15 @@ function durationProblems(spec: KollectSinkSpec): string[] {
     const problem = text === undefined ? null : durationProblem(field, text, max)
     return problem ? [problem] : []
   })
+}
+
+/** What the exporter would refuse in git.review anyway: said here, before the sink is called Valid. */
+function reviewProblems(spec: KollectSinkSpec): string[] {
+  const review = spec.type === 'git' ? spec.git?.review : undefined
+  if (!review) return []
+  const apiUrl = reviewApiUrlProblem((review.apiUrl ?? '').trim())
+  const project = reviewProjectProblem(review.provider, (review.project ?? '').trim())
+  return [...(apiUrl ? [`spec.git.review.apiUrl: ${apiUrl}`] : []), ...(project ? [`spec.git.review.project: ${project}`] : [])]
 }
 
 /** The s3 sink's own rules: the CRD's CEL rules again, and the SSRF guard on the endpoint. */

@@ -1,3 +1,4 @@
+import { redact, type Secrets } from './redaction.js'
 import { SinkError } from './sink.js'
 
 // Socket-level failures: the peer is unreachable or went away, so a later attempt can succeed.
@@ -36,56 +37,7 @@ export function isTransientNetworkError(err: unknown): boolean {
   })
 }
 
-/** What must never reach a message: `values` anywhere (passwords, tokens, DSNs), `words` as whole words (user names). */
-export interface Secrets {
-  values: readonly string[]
-  words?: readonly string[]
-}
-
-export const NO_SECRETS: Secrets = { values: [] }
-
-const USER_KEYS = /^(user|username|login)$/i
-
-/**
- * Every value of a sink's secret is treated as secret; user names are masked as whole words only,
- * so a user called "kollect" does not turn "kollect_items" into "***_items".
- */
-export function secretsFromCredentials(credentials: Readonly<Record<string, string>>, extra: Secrets = NO_SECRETS): Secrets {
-  const values = [...extra.values]
-  const words = [...(extra.words ?? [])]
-  for (const [key, value] of Object.entries(credentials)) {
-    if (value === '') continue
-    if (USER_KEYS.test(key)) words.push(value)
-    else values.push(value)
-  }
-  return { values, words }
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-}
-
-function variants(value: string): string[] {
-  const out = new Set([value])
-  try {
-    out.add(encodeURIComponent(value))
-    out.add(decodeURIComponent(value))
-  } catch {
-    // not decodable: the raw value is enough
-  }
-  return [...out].filter((v) => v !== '')
-}
-
-/** Remove secrets and any URL user-info from text meant for a status message or a log line. */
-export function redact(text: string, secrets: Secrets): string {
-  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi, '$1***@')
-  const values = secrets.values.flatMap(variants).sort((a, b) => b.length - a.length)
-  for (const value of values) out = out.split(value).join('***')
-  for (const word of (secrets.words ?? []).flatMap(variants)) {
-    out = out.replace(new RegExp(`(?<![A-Za-z0-9_.-])${escapeRegExp(word)}(?![A-Za-z0-9_.-])`, 'g'), '***')
-  }
-  return out
-}
+export { EXTERNAL_TEXT_LIMIT, NO_SECRETS, bounded, redact, secretsFromCredentials, type Secrets } from './redaction.js'
 
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err)

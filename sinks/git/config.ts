@@ -1,4 +1,5 @@
 import { formatDuration, parseDuration } from '../../api/duration.js'
+import { reviewApiUrlProblem, reviewProjectProblem } from '../../api/review-checks.js'
 import type { KollectSinkSpec } from '../../api/types.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { Credentials } from '../sink.js'
@@ -174,13 +175,11 @@ export function resolveReviewSettings(spec: KollectSinkSpec, credentials: Creden
   const provider = review.provider
   if (provider !== 'gitlab' && provider !== 'gitea' && provider !== 'github') invalid(`provider must be gitlab, gitea or github, not "${String(provider)}"`)
   const apiUrl = (review.apiUrl ?? '').trim()
-  const apiProblem = checkApiUrl(apiUrl)
-  if (apiProblem) invalid(apiProblem)
+  const apiProblem = reviewApiUrlProblem(apiUrl)
+  if (apiProblem) invalid(`apiUrl ${apiProblem}`)
   const project = (review.project ?? '').trim()
-  const projectShape = provider === 'gitlab' ? /^([0-9]+|[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+)$/ : /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/
-  if (!projectShape.test(project)) {
-    invalid(`project "${project.slice(0, 200)}" must be ${provider === 'gitlab' ? "the project's numeric id or its full path (group/project)" : 'owner/repo'}`)
-  }
+  const projectProblem = reviewProjectProblem(provider, project)
+  if (projectProblem) invalid(`project ${projectProblem}`)
   const targetBranch = review.targetBranch || spec.git?.branch || 'main'
   if (!isValidBranch(targetBranch)) invalid(`targetBranch "${targetBranch}" is not a valid branch name`)
   const settings: ReviewSettings = {
@@ -231,18 +230,4 @@ export function reviewText(settings: ReviewSettings, exp: ReviewExport): ReviewT
       ...names, added: String(exp.added), changed: String(exp.changed), removed: String(exp.removed), checksum: exp.checksum,
     }),
   }
-}
-
-/** Why apiUrl cannot be the forge API, or undefined. The SSRF guard checks its host separately. */
-function checkApiUrl(apiUrl: string): string | undefined {
-  let parsed: URL
-  try {
-    parsed = new URL(apiUrl)
-  } catch {
-    return 'apiUrl is not a URL'
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `apiUrl scheme "${parsed.protocol}" is not http or https`
-  if (parsed.username || parsed.password) return 'apiUrl must not carry credentials; put the token in the sink secret'
-  if (parsed.search || parsed.hash) return 'apiUrl must not carry a query or a fragment'
-  return undefined
 }

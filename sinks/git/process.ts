@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import path from 'node:path'
-import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
+import { bounded, sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
 
@@ -18,7 +18,11 @@ const PASSTHROUGH_ENV = [
   'SSL_CERT_FILE', 'SSL_CERT_DIR',
 ]
 
+// git's words for an HTTP redirect it did not follow (http.followRedirects=false).
+const REDIRECTED = /returned error: 30[1278]\b/
+
 const PERMANENT_ERRORS = [
+  REDIRECTED,
   /Authentication failed/i,
   /returned error: (401|403|404)\b/,
   /\b403\b/,
@@ -37,15 +41,18 @@ const PERMANENT_ERRORS = [
  */
 export function gitFailure(sink: SinkLabel, action: string, err: unknown, secrets: Secrets): SinkError {
   if (err instanceof SinkError) return err
-  const raw = err instanceof Error ? err.message : String(err)
-  const detail = raw
+  const output = err instanceof Error ? err.message : String(err)
+  // git's stderr carries what the remote sent: only its start is classified. The detail is cut
+  // by sinkFailure, which knows the secrets a cut could split.
+  const raw = bounded(output)
+  const detail = output
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('hint:'))
     .join('; ')
-    .slice(0, 1000)
   // git's own words for refused credentials name a prompt it may not show, not the cause.
-  const hint = /could not read (Username|Password)|Authentication failed/i.test(raw) ? ' (the remote refused the credentials: check the sink secret)' : ''
+  const hint = /could not read (Username|Password)|Authentication failed/i.test(raw) ? ' (the remote refused the credentials: check the sink secret)'
+    : REDIRECTED.test(raw) ? ' (the remote redirected; redirects are not followed: set the url to the final address)' : ''
   return sinkFailure(sink, `git ${action}`, new Error((detail || 'unknown error') + hint), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)
 }
 
@@ -134,6 +141,9 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
     // diffs and merges the file as binary: a rebase over another writer's change to the same
     // document stops, and the sink re-renders on the new tip, as it does for any unclean rebase.
     ['core.bigFileThreshold', '1m'],
+    // The SSRF guard checked the remote's host, not wherever it redirects to (git's default
+    // follows the first request's redirect, to loopback or the metadata service alike).
+    ['http.followRedirects', 'false'],
   ]
   // Credentials travel per process in the environment: never on a command line (visible in
   // ps), in the remote URL or in .git/config.

@@ -6,9 +6,10 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3'
-import { errorChain, isTransientNetworkError } from '../errors.js'
+import { bounded, errorChain, isTransientNetworkError } from '../errors.js'
 import { forEachBounded } from '../nats/service.js'
 import type { S3Settings } from './config.js'
+import { boundErrorBodies } from './error-body.js'
 
 /** Another writer changed the pointer since we read it (HTTP 412 on a conditional write). */
 export class PointerMoved extends Error {
@@ -56,12 +57,16 @@ export function isRetriable(err: unknown): boolean {
   return code >= 500 || code === 429 || code === 408
 }
 
-/** An S3 error as one line for a status message: the server's code and HTTP status, which say what to fix. */
+/**
+ * An S3 error as one line for a status message: the server's code and HTTP status, which say what
+ * to fix. Both code and message are the server's own text, so they are bounded here already.
+ */
 export function describeS3Error(err: unknown): string {
   if (err instanceof S3ServiceException) {
     const code = err.$metadata.httpStatusCode
-    const hint = code === 401 || code === 403 || CREDENTIAL_ERRORS.test(err.name) ? ' (check the keys in the sink secret and their permissions on the bucket)' : ''
-    return `${err.name} (HTTP ${code ?? '?'})${err.message && err.message !== err.name && err.message !== 'UnknownError' ? `: ${err.message}` : ''}${hint}`
+    const name = bounded(err.name)
+    const hint = code === 401 || code === 403 || CREDENTIAL_ERRORS.test(name) ? ' (check the keys in the sink secret and their permissions on the bucket)' : ''
+    return `${name} (HTTP ${code ?? '?'})${err.message && err.message !== err.name && err.message !== 'UnknownError' ? `: ${bounded(err.message)}` : ''}${hint}`
   }
   return err instanceof Error ? err.message || err.name : String(err)
 }
@@ -93,6 +98,7 @@ export class S3Service {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     })
+    boundErrorBodies(this.client)
   }
 
   /** The pointer, or 'unchanged' when it still has ETag `known` (HTTP 304). */

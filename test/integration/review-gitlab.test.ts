@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { checkEndpoint } from '../../server/ssrf.js'
+import { NO_SECRETS } from '../../sinks/errors.js'
 import { createGitLabProvider } from '../../sinks/git/review/gitlab.js'
 import { BODY_LIMIT, forgeMessage, kindOf } from '../../sinks/git/review/http.js'
 import { ReviewError, type ReviewEndpoint, type ReviewProvider } from '../../sinks/git/review/provider.js'
@@ -190,10 +191,10 @@ describe('forge answers, classified', () => {
   })
 
   test("the forge's message is echoed on one line and cut to 200 characters", () => {
-    assert.equal(forgeMessage({ message: 'x'.repeat(300) }), `: ${'x'.repeat(200)}…`)
-    assert.equal(forgeMessage({ message: ['Another open merge request', 'exists'] }), ': ["Another open merge request","exists"]')
-    assert.equal(forgeMessage({ error: 'insufficient_scope\n  needs api' }), ': insufficient_scope needs api')
-    assert.equal(forgeMessage('<html>'), '')
-    assert.equal(forgeMessage({}), '')
+    assert.equal(forgeMessage({ message: 'x'.repeat(300) }, NO_SECRETS), `: ${'x'.repeat(200)}…`)
+    assert.equal(forgeMessage({ message: ['Another open merge request', 'exists'] }, NO_SECRETS), ': ["Another open merge request","exists"]')
+    assert.equal(forgeMessage({ error: 'insufficient_scope\n  needs api' }, NO_SECRETS), ': insufficient_scope needs api')
+    assert.equal(forgeMessage('<html>', NO_SECRETS), '')
+    assert.equal(forgeMessage({}, NO_SECRETS), '')
   })
 })

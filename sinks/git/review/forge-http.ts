@@ -1,4 +1,5 @@
-import { forgeMessage, forgeRequest, type ForgeRequest } from './http.js'
+import { reviewProjectProblem } from '../../../api/review-checks.js'
+import { forgeMessage, forgeRequest, secretsOf, type ForgeRequest } from './http.js'
 import {
   ReviewError, type MergeOutcome, type ReviewEndpoint, type ReviewProvider, type ReviewProviderName, type ReviewRequest, type ReviewText,
 } from './provider.js'
@@ -16,9 +17,16 @@ export interface ForgeClient {
 
 export type ForgeAnswer<T> = { ok: true; status: number; data: T } | { ok: false; status: number; message: string }
 
-/** `/a/b/c` with every segment percent-encoded: branch and project names are data, not path. */
+/**
+ * `/a/b/c` with every segment percent-encoded: branch and project names are data, not path. "."
+ * and ".." survive encoding and a URL parser resolves them (their encoded forms too), so they
+ * are refused.
+ */
 export function apiPath(...segments: readonly string[]): string {
-  return segments.map((s) => '/' + encodeURIComponent(s)).join('')
+  return segments.map((s) => {
+    if (s === '.' || s === '..') throw new ReviewError('invalid', `"${s}" cannot be a segment of a forge API path`)
+    return '/' + encodeURIComponent(s)
+  }).join('')
 }
 
 /** A branch under a wildcard route (`…/branches/*`, `…/git/refs/heads/*`): its `/` stay separators. */
@@ -27,12 +35,11 @@ export function branchPath(branch: string): string {
 }
 
 /** owner and repository of an `owner/repo` project. */
-export function ownerRepo(provider: string, project: string): [string, string] {
-  const parts = project.split('/')
-  if (parts.length !== 2 || parts.some((p) => p.trim() === '')) {
-    throw new ReviewError('invalid', `${provider}: project must be "owner/repository", not "${project}"`)
-  }
-  return [parts[0]!, parts[1]!]
+export function ownerRepo(provider: ReviewProviderName, project: string): [string, string] {
+  const problem = reviewProjectProblem(provider, project)
+  if (problem) throw new ReviewError('invalid', `${provider}: project ${problem}`)
+  const [owner, repo] = project.split('/')
+  return [owner!, repo!]
 }
 
 /** The shared forge client (http.ts) with a provider's headers, answering in ForgeAnswers. */
@@ -41,7 +48,7 @@ export function forgeClient(endpoint: ReviewEndpoint, headers: Record<string, st
     async request<T>(method: ForgeRequest['method'], path: string, opts: { body?: unknown; expect?: readonly number[] } = {}): Promise<ForgeAnswer<T>> {
       const { status, body } = await forgeRequest(endpoint, { method, path, body: opts.body, headers, handled: opts.expect })
       if (status >= 200 && status < 300) return { ok: true, status, data: body as T }
-      return { ok: false, status, message: forgeMessage(body) }
+      return { ok: false, status, message: forgeMessage(body, secretsOf(endpoint)) }
     },
   }
 }

@@ -1,4 +1,5 @@
-import { forgeError, forgeMessage, forgeRequest, type ForgeRequest } from './http.js'
+import { reviewProjectProblem } from '../../../api/review-checks.js'
+import { forgeError, forgeMessage, forgeRequest, secretsOf, type ForgeRequest } from './http.js'
 import { ReviewError, type MergeOutcome, type ReviewEndpoint, type ReviewProvider, type ReviewRequest, type ReviewText } from './provider.js'
 
 // GitLab merge requests through the documented REST API v4 (https://docs.gitlab.com/api/merge_requests/,
@@ -16,6 +17,8 @@ interface GitLabMergeRequest {
 const STATES: Record<string, ReviewRequest['state']> = { opened: 'open', merged: 'merged', closed: 'closed', locked: 'closed' }
 
 export function createGitLabProvider(endpoint: ReviewEndpoint): ReviewProvider {
+  const problem = reviewProjectProblem('gitlab', endpoint.project)
+  if (problem) throw new ReviewError('invalid', `gitlab: project ${problem}`)
   // A numeric id as is; a full path URL-encoded as one segment (group%2Fproject), as GitLab requires.
   const project = /^[0-9]+$/.test(endpoint.project) ? endpoint.project : encodeURIComponent(endpoint.project)
   const base = `/projects/${project}`
@@ -53,7 +56,7 @@ export function createGitLabProvider(endpoint: ReviewEndpoint): ReviewProvider {
       // "Another open merge request already exists for this source branch": another replica won the race.
       const existing = await findOpen(source, target)
       if (existing) return existing
-      throw forgeError(endpoint, `POST ${path}`, 'invalid', `answered 409${forgeMessage(res.body)}`, 409)
+      throw forgeError(endpoint, `POST ${path}`, 'invalid', `answered 409${forgeMessage(res.body, secretsOf(endpoint))}`, 409)
     },
 
     async update(id, text: ReviewText) {
@@ -81,8 +84,8 @@ export function createGitLabProvider(endpoint: ReviewEndpoint): ReviewProvider {
       const path = `${base}/repository/branches/${encodeURIComponent(branch)}`
       const res = await send({ method: 'DELETE', path, handled: [404] })
       // Only an absent branch is done; an unknown project answers 404 too and must not pass as deleted.
-      if (res.status === 404 && !/branch not found/i.test(forgeMessage(res.body))) {
-        throw forgeError(endpoint, `DELETE ${path}`, 'not-found', `answered 404${forgeMessage(res.body)}`, 404)
+      if (res.status === 404 && !/branch not found/i.test(forgeMessage(res.body, secretsOf(endpoint)))) {
+        throw forgeError(endpoint, `DELETE ${path}`, 'not-found', `answered 404${forgeMessage(res.body, secretsOf(endpoint))}`, 404)
       }
     },
   }

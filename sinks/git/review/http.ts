@@ -1,4 +1,4 @@
-import { errorCode, isTransientNetworkError, redact } from '../../errors.js'
+import { errorCode, isTransientNetworkError, redact, type Secrets } from '../../errors.js'
 import { ReviewError, type ReviewEndpoint } from './provider.js'
 
 // The forge HTTP client the review providers share: one JSON request, guarded and classified, so a
@@ -28,9 +28,18 @@ export const BODY_LIMIT = 4 * 1024 * 1024
 /** A forge's own `message` (or `error`) is echoed to status, cut so a long page cannot flood it. */
 const MESSAGE_LIMIT = 200
 
+const endpointSecrets = new WeakMap<ReviewEndpoint, Secrets>()
+
+/** The endpoint's token, which a forge may echo back in any of its forms. */
+export function secretsOf(endpoint: ReviewEndpoint): Secrets {
+  let secrets = endpointSecrets.get(endpoint)
+  if (!secrets) endpointSecrets.set(endpoint, (secrets = { values: [endpoint.token] }))
+  return secrets
+}
+
 /** A ReviewError about request `what`; the token may also be what a forge echoes back, so every message passes through redact. */
 export function forgeError(endpoint: ReviewEndpoint, what: string, kind: ReviewError['kind'], problem: string, status?: number): ReviewError {
-  return new ReviewError(kind, redact(`${what}: ${problem}`, { values: [endpoint.token] }), status)
+  return new ReviewError(kind, redact(`${what}: ${problem}`, secretsOf(endpoint)), status)
 }
 
 export async function forgeRequest(endpoint: ReviewEndpoint, req: ForgeRequest): Promise<ForgeResponse> {
@@ -76,7 +85,7 @@ export async function forgeRequest(endpoint: ReviewEndpoint, req: ForgeRequest):
     if (res.status < 300 && text.trim() !== '' && body === undefined) fail('transient', `answered ${res.status} with a body that is not JSON`, res.status)
     return { status: res.status, body }
   }
-  const detail = `answered ${res.status}${forgeMessage(body)}`
+  const detail = `answered ${res.status}${forgeMessage(body, secretsOf(endpoint))}`
   return fail(kindOf(res.status), detail, res.status)
 }
 
@@ -88,14 +97,17 @@ export function kindOf(status: number): ReviewError['kind'] {
   return 'invalid'
 }
 
-/** ": <the forge's message>" cut to MESSAGE_LIMIT, or '' when the body has none. */
-export function forgeMessage(body: unknown): string {
+/**
+ * ": <the forge's message>" cut to MESSAGE_LIMIT and redacted, or '' when the body has none. Cut
+ * by redact, which knows the secrets a cut could split, before anything else reads it.
+ */
+export function forgeMessage(body: unknown, secrets: Secrets): string {
   if (typeof body !== 'object' || body === null) return ''
   const record = body as Record<string, unknown>
   const raw = record.message ?? record.error
   if (raw === undefined || raw === null || raw === '') return ''
-  const text = (typeof raw === 'string' ? raw : JSON.stringify(raw)).replace(/\s+/g, ' ').trim()
-  return `: ${text.length > MESSAGE_LIMIT ? `${text.slice(0, MESSAGE_LIMIT)}…` : text}`
+  const text = redact(typeof raw === 'string' ? raw : JSON.stringify(raw), secrets, MESSAGE_LIMIT).replace(/\s+/g, ' ').trim()
+  return `: ${text}`
 }
 
 class OversizeError extends Error {}
