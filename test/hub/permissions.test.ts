@@ -13,6 +13,7 @@ import { createBareRemote, gitLog } from '../support/git.js'
 import { makeItems, snapshotOf } from '../support/items.js'
 import { startNats } from '../support/nats.js'
 import { pollUntil } from '../support/process.js'
+import { cleanups, type Later } from '../support/cleanups.js'
 
 // The nats-server permissions docs/operations.md#hub-mode gives a spoke and the hub: a spoke
 // exports under its own cluster's subjects and is refused under another's; the hub consumes
@@ -28,17 +29,6 @@ const CONF = `authorization {
   ]
 }
 `
-
-type Later = { after(fn: () => unknown): void }
-
-/** Cleanups run last in, first out: the hub and clients close before their nats-server goes. */
-function cleanups(t: Later): Later {
-  const list: (() => unknown)[] = []
-  t.after(async () => {
-    for (const fn of list.reverse()) await fn()
-  })
-  return { after: (fn) => list.push(fn) }
-}
 
 async function natsWithDocumentedUsers(t: Later): Promise<{ url: string; dir: string }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kollect-hub-perm-'))

@@ -14,23 +14,13 @@ import { createBareRemote, gitLog } from '../support/git.js'
 import { makeItems, snapshotOf } from '../support/items.js'
 import { startNats } from '../support/nats.js'
 import { pollUntil } from '../support/process.js'
+import { cleanups, type Later } from '../support/cleanups.js'
 
 // Issue 24, F13: the hub keyed each spoke inventory as `<cluster>/<namespace>/<name>`, and took
 // cluster labels and names with "/" in them. A spoke `prod`, which NATS permissions let publish
 // under `kollect.prod.>` only, published inventory `eu/team/fleet`: its key was that of cluster
 // `prod/eu`'s inventory `team/fleet`, and the hub exported the spoke's items as `prod/eu`'s. Real
 // nats-server, the spokes' real NATS sinks and the hub's own consumer and Git sink.
-
-type Later = { after(fn: () => unknown): void }
-
-/** Cleanups run last in, first out: the hub and clients close before their nats-server goes. */
-function cleanups(t: Later): Later {
-  const list: (() => unknown)[] = []
-  t.after(async () => {
-    for (const fn of list.reverse()) await fn()
-  })
-  return { after: (fn) => list.push(fn) }
-}
 
 /** One export of a spoke, through its own NATS sink labelled `cluster`. */
 async function spokeExports(t: Later, url: string, dir: string, cluster: string, inventory: ObjectRef, snapshots: Item[][]): Promise<void> {
