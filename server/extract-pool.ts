@@ -1,19 +1,16 @@
-import { fork, type ChildProcess } from 'node:child_process'
-import type { Socket } from 'node:net'
 import { availableParallelism } from 'node:os'
 import type { KubeObject, KollectTargetSpec } from '../api/types.js'
 import type { TargetSyncResult } from '../hooks/target.js'
-import type { FromChild, ToChild } from './extract-child.js'
+import type { FromChild } from './extract-child.js'
 import type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './extract-outcome.js'
 import { FairQueue } from './extract-queue.js'
-import { encodeFrame, FrameDecoder } from './frames.js'
+import { assignRole, sendToSlot, spawnSlot, stopSlot, type Slot as ChildSlot } from './extract-slot.js'
 
 export type { JobInfo, PoolOptions, PoolOutcome, PoolPhases, StopReason } from './extract-outcome.js'
 
 /** A queued sync is refused once less than this share of its budget is left. */
 export const MIN_BUDGET_SHARE = 0.25
 
-const CHILD_URL = new URL('./extract-child.js', import.meta.url)
 const UNKNOWN = ''
 const DIED = 'the extraction process ended before it finished (out of memory or a fatal error); split the target or simplify the profile'
 const INTERNAL = 'extraction stopped by an internal error'
@@ -30,13 +27,7 @@ interface Job {
   timer?: NodeJS.Timeout
 }
 
-interface Slot {
-  child: ChildProcess
-  pipe: Socket
-  reserve: boolean
-  job: Job | null
-  ready: boolean
-}
+type Slot = ChildSlot<Job>
 
 /**
  * Extraction child processes with a supervisor, fed by a fair queue (server/extract-queue.ts).
@@ -62,8 +53,8 @@ export class ExtractPool {
     this.shortMs = options.timeoutMs * MIN_BUDGET_SHARE
     this.queue = new FairQueue(this.shortMs)
     const size = options.size || Math.max(2, availableParallelism())
-    for (let i = 0; i < size + (options.reserve ?? 1); i++) this.slots.push(this.spawn(i >= size))
-    this.standby = this.spawn(false)
+    for (let i = 0; i < size + (options.reserve ?? 1); i++) this.slots.push(assignRole(this.spawn(), i >= size))
+    this.standby = this.spawn()
   }
 
   /** Resolves once every child has started (true), or after timeoutMs (false). */
@@ -107,30 +98,14 @@ export class ExtractPool {
       slot.job = null
       if (job) this.settle(job, { kind: 'aborted', reason: 'ResourceLimit', message: 'the server is shutting down', parent: job.parent })
     }
-    await Promise.all([...this.slots, ...(this.standby ? [this.standby] : [])].map((s) => this.stop(s)))
+    await Promise.all([...this.slots, ...(this.standby ? [this.standby] : [])].map((s) => stopSlot(s)))
   }
 
-  private spawn(reserve: boolean): Slot {
-    const execArgv = [...process.execArgv.filter((a) => !a.startsWith('--max-old-space-size')), `--max-old-space-size=${this.options.memoryMb}`]
-    const child = fork(CHILD_URL, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'ipc'] })
-    const pipe = child.stdio[3] as Socket
-    const slot: Slot = { child, pipe, reserve, job: null, ready: false }
-    const decoder = new FrameDecoder<FromChild>()
-    pipe.on('data', (chunk: Buffer) => {
-      for (const { header, payload } of decoder.push(chunk)) void this.onMessage(slot, header, payload)
+  private spawn(): Slot {
+    return spawnSlot<Job>(this.options.memoryMb, {
+      message: (slot, msg, payload) => void this.onMessage(slot, msg, payload),
+      exit: (slot, code, signal) => this.onExit(slot, code, signal),
     })
-    pipe.on('error', () => undefined)
-    child.on('error', () => undefined)
-    child.once('exit', (code, signal) => this.onExit(slot, code, signal))
-    // Jobs keep the server busy, not idle children.
-    child.unref()
-    child.channel?.unref()
-    pipe.unref()
-    return slot
-  }
-
-  private send(slot: Slot, header: ToChild, payload?: Uint8Array): void {
-    for (const part of encodeFrame(header, payload)) slot.pipe.write(part)
   }
 
   /** Start queued syncs on free children, round robin over namespaces; shared children first. */
@@ -152,7 +127,7 @@ export class ExtractPool {
       const slot = this.slots.find((s) => s.reserve && s.job?.probation && now - (s.job.started ?? now) >= this.shortMs)
       const index = slot ? this.slots.indexOf(slot) : -1
       if (slot && index >= 0) {
-        void this.stop(slot)
+        void stopSlot(slot)
         this.replace(slot, index, { kind: 'busy', message: 'its reserve extraction process was taken back for a namespace with a record of short syncs' }, 0, false)
       }
     }
@@ -170,7 +145,7 @@ export class ExtractPool {
     const body = job.body as Buffer
     job.body = null
     // The child refuses a body whose parsed namespace is not the one it queued under.
-    this.send(slot, { type: 'job', id: job.id, limits: this.options.limits, namespace: job.namespace || null }, body)
+    sendToSlot(slot, { type: 'job', id: job.id, limits: this.options.limits, namespace: job.namespace || null }, body)
   }
 
   /** A queued sync whose budget is mostly gone: better a 429 now than an answer too late. */
@@ -194,7 +169,7 @@ export class ExtractPool {
         job.parent = msg.parent as KubeObject
         const spec = (msg.parent.spec ?? {}) as Partial<KollectTargetSpec>
         const plural = await this.options.resolvePlural(spec.resource)
-        if (slot.job === job) this.send(slot, { type: 'plural', id: job.id, plural })
+        if (slot.job === job) sendToSlot(slot, { type: 'plural', id: job.id, plural })
         return
       }
       case 'done': {
@@ -242,7 +217,7 @@ export class ExtractPool {
     if (slot === this.standby) {
       this.standby = null
       setTimeout(() => {
-        if (!this.closed && !this.standby) this.standby = this.spawn(false)
+        if (!this.closed && !this.standby) this.standby = this.spawn()
       }, delayMs).unref()
       return
     }
@@ -259,7 +234,7 @@ export class ExtractPool {
   private abort(slot: Slot, reason: StopReason, message: string): void {
     const index = this.slots.indexOf(slot)
     if (index < 0) return
-    void this.stop(slot)
+    void stopSlot(slot)
     if (reason === 'EvaluationTimeout' && slot.job && !slot.job.parent) {
       this.replace(slot, index, { kind: 'busy', message: `the sync was not parsed within ${this.options.timeoutMs} ms of its arrival` }, 0)
     } else this.replace(slot, index, { reason, message }, 0)
@@ -274,7 +249,7 @@ export class ExtractPool {
       this.slots.splice(index, 1)
       setTimeout(() => {
         if (this.closed) return
-        this.slots.push(this.spawn(slot.reserve))
+        this.slots.push(assignRole(this.spawn(), slot.reserve))
         this.pump()
       }, delayMs).unref()
     }
@@ -285,26 +260,13 @@ export class ExtractPool {
   /** The standby if it has started (a new one starts behind it), else a new child. */
   private successor(reserve: boolean): Slot {
     const standby = this.standby
-    if (!standby?.ready) return this.spawn(reserve)
-    standby.reserve = reserve
-    this.standby = this.spawn(false)
-    return standby
+    if (!standby?.ready) return assignRole(this.spawn(), reserve)
+    this.standby = this.spawn()
+    return assignRole(standby, reserve)
   }
 
   private release(job: Job, record = true): void {
     clearTimeout(job.timer)
     this.queue.finished(job, record)
-  }
-
-  private stop(slot: Slot): Promise<void> {
-    slot.child.removeAllListeners('exit')
-    slot.pipe.removeAllListeners('data')
-    if (slot.child.exitCode !== null || slot.child.signalCode !== null) return Promise.resolve()
-    return new Promise((resolve) => {
-      // Referenced again, so that close() waits for the exit instead of the loop giving up.
-      slot.child.ref()
-      slot.child.once('exit', () => resolve())
-      slot.child.kill('SIGKILL')
-    })
   }
 }

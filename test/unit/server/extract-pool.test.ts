@@ -1,5 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { getPriority } from 'node:os'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
 import { ExtractPool, type PoolOutcome } from '../../../server/extract-pool.js'
 import { longSync, oneAttributeSync, ordinarySync, sleep } from '../../security/support.js'
@@ -54,6 +55,23 @@ test('a child switches on the linear-time RegExp engine itself: matches() compil
     assert.equal(await run("object.metadata.name.matches('^web-[0-9]+$')"), true)
     // 2^40 steps for the backtracking engine: it ends within the budget only on the linear one.
     assert.equal(await run("object.metadata.annotations.s.matches('^(a+)+$')"), false)
+  } finally {
+    await pool.close()
+  }
+})
+
+test('shared children run at a lower CPU priority than the reserve and the standby, and a replacement takes its role\'s', async () => {
+  const pool = new ExtractPool({ size: 2, reserve: 1, timeoutMs: 2000, memoryMb: 256, limits: DEFAULT_LIMITS, resolvePlural: async () => ({ plural: 'deployments', source: 'spec' }) })
+  try {
+    assert.ok(await pool.ready(30_000))
+    // pids(): the shared children, the reserve, then the standby.
+    const niceness = () => pool.pids().map((pid) => getPriority(pid))
+    const server = getPriority()
+    assert.deepEqual(niceness(), [server + 5, server + 5, server, server])
+    // A killed shared child is replaced by the standby, which takes the shared role's priority.
+    assert.equal(kind(await pool.run(Buffer.from(longSync('team-a')), { arrival: performance.now(), namespace: 'team-a' })), 'aborted EvaluationTimeout')
+    assert.ok(await pool.ready(30_000))
+    assert.deepEqual(niceness(), [server + 5, server + 5, server, server])
   } finally {
     await pool.close()
   }
