@@ -15,7 +15,9 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
         state: rt.failing ? 'Failing'
           : awaitsReview(inv, rt) ? 'AwaitingReview'
           : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending'
-          : rt.drift ? 'Drifted' : 'Synced',
+          : rt.drift ? 'Drifted'
+          // The new checksum is not computed before the debounce ends, but the sink is behind it.
+          : inv.dueAt !== null ? 'Pending' : 'Synced',
         checksum: rt.confirmed?.checksum ?? '',
         itemCount: rt.confirmed?.itemCount ?? 0,
         message: sinkMessage(inv, rt, missing),
@@ -50,7 +52,9 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
 function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[]): string {
   if (rt.failing) return rt.failing
   if (awaitsReview(inv, rt)) return `awaiting review: ${rt.review?.url ?? ''}`
-  if (rt.confirmed) return rt.drift && !rt.pending ? driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs) : ''
+  if (rt.confirmed && rt.drift && !rt.pending) return driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs)
+  if (rt.confirmed && !rt.pending && inv.dueAt !== null) return 'a change waits for the debounce; checksum and itemCount are the last export\'s'
+  if (rt.confirmed) return ''
   if (rt.pending && inv.journaled) return 'resuming the export pending at the last shutdown'
   if (missing.length > 0) return 'waiting for targets to report'
   return inv.composition.suspend ? 'suspended' : 'waiting for the first export'

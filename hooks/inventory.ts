@@ -1,9 +1,9 @@
 import { specProblems } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type FinalizeResult, type InventoryComposition, type InventoryExportState, type InventoryStatus, type SinkExportState,
-  type KollectInventorySpec, type KollectSinkSpec, type ObjectRef, type ResolvedSink,
+  type KollectInventorySpec, type KollectSinkSpec, type KubeObject, type ObjectRef, type ResolvedSink,
 } from '../api/types.js'
-import { condition, sortConditions } from './conditions.js'
+import { condition, sortConditions, truncate } from './conditions.js'
 import { MAX_DURATION_MS, durationProblem, formatDuration, parseDuration } from '../api/duration.js'
 import {
   parentGeneration, parentRef, parentSpec, related, relatedOne, typeKey,
@@ -20,6 +20,11 @@ export const DEFAULT_MAX_WAIT_MS = 120_000
 export const WAITING_RESYNC_SECONDS = 10
 export const IN_FLIGHT_RESYNC_SECONDS = 2
 export const MAX_RESYNC_SECONDS = 60
+/** How many waited-for targets WaitingForTargets names, each with its own Ready; the rest are counted. */
+export const WAITING_TARGETS_NAMED = 5
+const TARGET_READY_LIMIT = 160
+/** Problems that leave a named sink out of the composition. */
+const SINK_PROBLEMS = new Set(['ScopeSinkDenied', 'ScopeSecretDenied', 'SinkNotFound'])
 
 export function customizeInventory(req: CustomizeRequest): CustomizeResponse {
   const { namespace } = parentRef(req.parent)
@@ -167,6 +172,8 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   }
   const { composition, problems } = composed
   const blocking = problems.filter((p) => p.reason !== 'DebounceRaised')
+  // Every named sink refused or missing: nothing can be written, so Ready must not say Resolved.
+  if (!hasSinks(composition) && !blocking.some((p) => SINK_PROBLEMS.has(p.reason))) blocking.push({ reason: 'NoSinks', message: 'no sink to export to' })
   const failing = state.sinks.filter((s) => s.state === 'Failing')
   const pending = state.sinks.filter((s) => s.state === 'Pending')
   const drifted = state.sinks.filter((s) => s.state === 'Drifted')
@@ -176,7 +183,7 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
     blocking.length > 0
       ? condition('Ready', false, (blocking[0] as Problem).reason, blocking.map((p) => p.message).join('; '), generation)
       : condition('Ready', true, 'Resolved', `${composition.targets.length} targets, ${state.sinks.length} sinks`, generation),
-    syncedCondition(composition, state, { pending, failing, drifted, reviewing }, generation),
+    syncedCondition(req, composed, state, { pending, failing, drifted, reviewing }, generation),
     troubled.length > 0 || blocking.length > 0
       ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : drifted.length > 0 ? 'SinkDrifted' : (blocking[0] as Problem).reason,
         [...troubled.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
@@ -196,11 +203,12 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
 
 type SinkGroups = Record<'pending' | 'failing' | 'drifted' | 'reviewing', SinkExportState[]>
 
-function syncedCondition(c: InventoryComposition, state: InventoryExportState, groups: SinkGroups, generation: number): Condition {
+function syncedCondition(req: SyncRequest, composed: Composed & { ok: true }, state: InventoryExportState, groups: SinkGroups, generation: number): Condition {
+  const c = composed.composition
   if (c.suspend) return condition('Synced', false, 'Suspended', 'inventory is suspended; nothing is exported', generation)
-  if (!state.complete) {
-    return condition('Synced', false, 'WaitingForTargets', `waiting for targets to report: ${state.missingTargets.map((t) => t.name).join(', ')}`, generation)
-  }
+  // Before WaitingForTargets: once the targets report there would still be nowhere to write.
+  if (!hasSinks(c)) return condition('Synced', false, 'NoSinks', noSinksMessage(composed.problems), generation)
+  if (!state.complete) return condition('Synced', false, 'WaitingForTargets', waitingMessage(req, state.missingTargets), generation)
   if (groups.failing.length > 0) return condition('Synced', false, 'Failing', `${groups.failing.length} of ${state.sinks.length} sinks failing`, generation)
   if (state.pending) {
     return condition('Synced', false, 'Pending', `a change waits for the ${formatDuration(c.debounceMs)} debounce; checksum and itemCount are the last export's`, generation)
@@ -211,7 +219,45 @@ function syncedCondition(c: InventoryComposition, state: InventoryExportState, g
     return condition('Synced', false, 'AwaitingReview', `${groups.reviewing.length} of ${state.sinks.length} sinks await review: ${requests}`, generation)
   }
   if (groups.drifted.length > 0) return condition('Synced', false, 'Drifted', `${groups.drifted.length} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
+  // Synced=True only where a sink holds the export: never "exported to 0 sinks".
+  if (state.sinks.length === 0) return condition('Synced', false, 'NoSinks', noSinksMessage(composed.problems), generation)
   return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
+}
+
+function hasSinks(c: InventoryComposition): boolean {
+  return c.sinks.length > 0 || c.useDefaultSink !== false
+}
+
+function noSinksMessage(problems: Problem[]): string {
+  const refused = problems.filter((p) => SINK_PROBLEMS.has(p.reason)).map((p) => p.message)
+  return `no sink to export to${refused.length > 0 ? `: ${refused.join('; ')}` : ''}`
+}
+
+/**
+ * A target that fails its own sync (a misspelt kind) never reports, so the wait names the
+ * targets and, from the related KollectTarget, why each is not ready.
+ */
+function waitingMessage(req: SyncRequest, missing: ObjectRef[]): string {
+  const sorted = [...missing].sort((a, b) => compareKeys(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))
+  const named = sorted.slice(0, WAITING_TARGETS_NAMED).map((t) => {
+    const ready = notReady(relatedOne(req, TARGET_KEY, t))
+    return ready ? `${t.name} (${ready})` : t.name
+  })
+  const more = sorted.length - named.length
+  return `waiting for targets to report: ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''}`
+}
+
+function notReady(target: KubeObject | undefined): string {
+  if (!target) return ''
+  const conditions = (target['status'] as { conditions?: Condition[] } | undefined)?.conditions
+  const ready = Array.isArray(conditions) ? conditions.find((x) => x?.type === 'Ready') : undefined
+  if (!ready) return 'no status yet'
+  if (ready.status === 'True') return ''
+  return truncate(`Ready=${String(ready.status)} ${String(ready.reason)}: ${String(ready.message ?? '')}`, TARGET_READY_LIMIT)
+}
+
+function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
 }
 
 export function syncInventoryResponse(req: SyncRequest, composed: Composed, state: InventoryExportState | null): SyncResponse<InventoryStatus> {
@@ -226,7 +272,8 @@ export function syncInventoryResponse(req: SyncRequest, composed: Composed, stat
  * while the status is bound to change (debounce, retry, write in flight) the answer asks for a call.
  */
 export function resyncAfterSeconds(c: InventoryComposition, state: InventoryExportState): number | undefined {
-  if (c.suspend) return undefined
+  // Nowhere to write: only a sink or scope change helps, and that is an event.
+  if (c.suspend || !hasSinks(c)) return undefined
   if (!state.complete) return WAITING_RESYNC_SECONDS
   // Drifted changes only at the sink's next drift check, minutes away: no reason to call sooner.
   const settled = !state.pending && state.sinks.every((s) => s.state === 'Synced' || s.state === 'Drifted')

@@ -92,3 +92,28 @@ test('status: the same inputs on the same clock give deep-equal states, in every
   assert.deepEqual(failing?.sinks.filter((s) => s.state === 'Synced').map((s) => s.name), ['a', 'z', 'primary'])
   assert.ok(synced?.sinks.every((s) => s.state === 'Synced'))
 })
+
+test('status: during the debounce a sink holding the last export is Pending, as the inventory is, and keeps its last checksum and time', LIMIT, async (t) => {
+  const { clock, exporter } = harness(t)
+  await exporter.applyInventory(composition({ targets: [T1], sinks: [resolvedSink('primary')], debounceMs: 2_000 }))
+  const items = itemsOf(T1, 3)
+  await exporter.reportTarget(report(T1, items))
+  clock.advance(2_000)
+  await exporter.idle()
+  const exportedAt = new Date(FAKE_EPOCH + 2_000).toISOString().replace('.000Z', 'Z')
+  const held = { namespace: 'team-a', name: 'primary', checksum: expected(items).checksum, itemCount: 3, lastExportTime: exportedAt }
+  assert.deepEqual(exporter.inventoryState(INV)?.sinks, [{ ...held, state: 'Synced', message: '' }])
+
+  const changed = itemsOf(T1, 4)
+  await exporter.reportTarget(report(T1, changed))
+  const waiting = exporter.inventoryState(INV)
+  assert.equal(waiting?.pending, true)
+  assert.deepEqual(waiting?.sinks, [{ ...held, state: 'Pending', message: 'a change waits for the debounce; checksum and itemCount are the last export\'s' }])
+
+  clock.advance(2_000)
+  await exporter.idle()
+  const after = exporter.inventoryState(INV)
+  assert.equal(after?.pending, undefined)
+  assert.deepEqual(after?.sinks.map((s) => [s.state, s.checksum]), [['Synced', expected(changed).checksum]])
+  await exporter.close()
+})

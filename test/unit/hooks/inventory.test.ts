@@ -241,8 +241,17 @@ function exportState(over: Partial<InventoryExportState>): InventoryExportState 
   return { complete: true, missingTargets: [], itemCount: 2, checksum: CHECKSUM, lastExportTime: EXPORTED_AT, sinks: [GIT_SYNCED], ...over }
 }
 
+const SINK_DENIED = { reason: 'ScopeSinkDenied', message: 'sinks not allowed by the scope of namespace team-a: platform/shared-pg' }
+const SINK_MISSING = { reason: 'SinkNotFound', message: 'KollectSink not found: team-a/git-demo' }
+const MISSPELT_READY = cond('Ready', 'False', 'ResourceUnresolved', 'discovery knows no kind Deploymnet in apps/v1; set spec.resource.plural if the CRD is not installed yet')
+/** A target of the inventory's namespace whose own sync fails (a misspelt kind), so it never reports. */
+function failingTarget(name: string): KubeObject {
+  return { ...PROD_DEPLOYS, metadata: { name, namespace: 'team-a' }, status: { observedGeneration: 1, conditions: [MISSPELT_READY] } }
+}
+const MISSING = (names: string[]) => names.map((name) => ({ namespace: 'team-a', name }))
+
 describe('inventoryStatus', () => {
-  const cases: { reason: string; composed: Composed; state: InventoryExportState | null; want: Record<string, unknown> }[] = [
+  const cases: { reason: string; composed: Composed; state: InventoryExportState | null; want: Record<string, unknown>; targets?: KubeObject[] }[] = [
     {
       reason: 'every sink holding the latest snapshot is Synced True Exported, not Degraded',
       composed: composed({}),
@@ -350,6 +359,109 @@ describe('inventoryStatus', () => {
       },
     },
     {
+      reason: 'a target that never reports because its own sync fails is named with its Ready reason and message, and one not yet synced says so',
+      composed: composed({ targets: ['prod-deploys', 'misspelt', 'fresh'] }),
+      state: exportState({ complete: false, missingTargets: MISSING(['misspelt', 'fresh']), lastExportTime: undefined, sinks: [] }),
+      targets: [PROD_DEPLOYS, failingTarget('misspelt'), { ...PROD_DEPLOYS, metadata: { name: 'fresh', namespace: 'team-a' } }],
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 3,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '3 targets, 0 sinks'),
+          cond('Synced', 'False', 'WaitingForTargets', `waiting for targets to report: fresh (no status yet), misspelt (Ready=False ResourceUnresolved: ${MISSPELT_READY.message})`),
+        ],
+      },
+    },
+    {
+      reason: 'many waited-for targets are named sorted, the first five only, and the rest counted',
+      composed: composed({ targets: ['g', 'f', 'e', 'd', 'c', 'b', 'a'] }),
+      state: exportState({ complete: false, missingTargets: MISSING(['g', 'f', 'e', 'd', 'c', 'b', 'a']), lastExportTime: undefined, sinks: [] }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 7,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '7 targets, 0 sinks'),
+          cond('Synced', 'False', 'WaitingForTargets', 'waiting for targets to report: a, b, c, d, e and 2 more'),
+        ],
+      },
+    },
+    {
+      reason: 'every named sink refused is Synced False NoSinks naming them, never True "exported to 0 sinks", with Ready and Degraded on the refusal',
+      composed: composed({ sinks: [] }, [SINK_DENIED]),
+      state: exportState({ sinks: [], lastExportTime: undefined }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'True', 'ScopeSinkDenied', SINK_DENIED.message),
+          cond('Ready', 'False', 'ScopeSinkDenied', SINK_DENIED.message),
+          cond('Synced', 'False', 'NoSinks', `no sink to export to: ${SINK_DENIED.message}`),
+        ],
+      },
+    },
+    {
+      reason: 'with no sink at all NoSinks comes before WaitingForTargets: a target reporting would still leave nowhere to write',
+      composed: composed({ sinks: [] }, [SINK_MISSING, SINK_DENIED]),
+      state: exportState({ complete: false, missingTargets: MISSING(['prod-deploys']), sinks: [], lastExportTime: undefined }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'True', 'SinkNotFound', `${SINK_MISSING.message}; ${SINK_DENIED.message}`),
+          cond('Ready', 'False', 'SinkNotFound', `${SINK_MISSING.message}; ${SINK_DENIED.message}`),
+          cond('Synced', 'False', 'NoSinks', `no sink to export to: ${SINK_MISSING.message}; ${SINK_DENIED.message}`),
+        ],
+      },
+    },
+    {
+      reason: 'a composition with no sinks and no problem to name (admission bypassed) is NoSinks on all three, never Resolved',
+      composed: composed({ sinks: [] }),
+      state: exportState({ sinks: [], lastExportTime: undefined }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'True', 'NoSinks', 'no sink to export to'),
+          cond('Ready', 'False', 'NoSinks', 'no sink to export to'),
+          cond('Synced', 'False', 'NoSinks', 'no sink to export to'),
+        ],
+      },
+    },
+    {
+      reason: 'an exporter holding no sink for a composition that has one is not Exported: no sink holds the export',
+      composed: composed({}),
+      state: exportState({ sinks: [], lastExportTime: undefined }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [],
+        conditions: [
+          cond('Degraded', 'False', 'AsExpected', ''),
+          cond('Ready', 'True', 'Resolved', '1 targets, 0 sinks'),
+          cond('Synced', 'False', 'NoSinks', 'no sink to export to'),
+        ],
+      },
+    },
+    {
       reason: 'a suspended inventory is Synced False Suspended',
       composed: composed({ suspend: true }),
       state: exportState({}),
@@ -440,7 +552,7 @@ describe('inventoryStatus', () => {
   ]
   for (const c of cases) {
     test(c.reason, () => {
-      const status = inventoryStatus(request(inventory()), c.composed, c.state)
+      const status = inventoryStatus(request(inventory(), c.targets ? { targets: c.targets } : {}), c.composed, c.state)
       assert.deepStrictEqual(status, c.want)
       assert.deepStrictEqual(validateStatus('KollectInventory', wire(status)), { valid: true })
     })
@@ -482,6 +594,7 @@ describe('resyncAfterSeconds', () => {
     { reason: 'a write in flight with no timer: a short resync', state: exportState({ sinks: [PENDING_WRITE] }), want: 2 },
     { reason: 'a failing sink whose retry is running (no known end): a modest resync, not one a second', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED] }), want: 10 },
     { reason: 'targets not all heard from: a modest resync', state: exportState({ complete: false, missingTargets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: [] }), want: 10 },
+    { reason: 'an inventory with no sink waits for a sink or scope event, not a timer', composed: composed({ sinks: [] }), state: exportState({ complete: false, missingTargets: MISSING(['prod-deploys']), sinks: [] }), want: undefined },
     { reason: 'a suspended inventory never changes by itself: no resync', composed: composed({ suspend: true }), state: exportState({ pending: true, nextChangeInMs: 1_000 }), want: undefined },
   ]
   for (const c of cases) {
