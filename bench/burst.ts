@@ -15,6 +15,7 @@ import { createBareRemote, gitLog } from '../test/support/git.js'
 import { makeItems } from '../test/support/items.js'
 import { benchRun } from './exporter.js'
 import { median, report } from './stats.js'
+import { isMainModule } from '../server/entry.js'
 
 const DEPLOYMENTS = 200
 const CREATE_OVER_MS = 5_000
@@ -110,4 +111,4 @@ export async function benchBurst(sweep: [number, number][] = [[100, 120_000], [3
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = (await benchBurst()) ? 0 : 1
+if (isMainModule(import.meta.url)) process.exitCode = (await benchBurst()) ? 0 : 1

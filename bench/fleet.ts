@@ -18,6 +18,7 @@ import { startNats } from '../test/support/nats.js'
 import { pollUntil } from '../test/support/process.js'
 import { benchRun, initialThenChange, INVENTORY, type BenchRun } from './exporter.js'
 import { median, report } from './stats.js'
+import { isMainModule } from '../server/entry.js'
 
 const STREAM = 'FLEET'
 
@@ -147,7 +148,7 @@ export async function benchFleet(spokeCount = 10, perSpoke = 5_000): Promise<boo
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const spokes = Number(process.env['BENCH_SPOKES'] ?? 10)
   const perSpoke = Number(process.env['BENCH_COUNT'] ?? 5_000)
   process.exitCode = (await benchFleet(spokes, perSpoke)) ? 0 : 1

@@ -11,6 +11,7 @@ import { Exporter } from '../exporter/index.js'
 import { makeItem } from '../test/support/items.js'
 import { deployment, targetSyncRequest } from '../test/support/metacontroller.js'
 import { median, report, timeMs } from './stats.js'
+import { isMainModule } from '../server/entry.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
@@ -126,4 +127,4 @@ async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - t) / 1e6
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = (await benchItemBudget()) ? 0 : 1
+if (isMainModule(import.meta.url)) process.exitCode = (await benchItemBudget()) ? 0 : 1

@@ -14,6 +14,7 @@ import type { TargetReport } from '../api/types.js'
 import { Exporter } from '../exporter/index.js'
 import { makeItem } from '../test/support/items.js'
 import { median, report } from './stats.js'
+import { isMainModule } from '../server/entry.js'
 
 const PER_TARGET = 10_000
 /**
@@ -110,7 +111,7 @@ export async function benchMemory(counts = [10_000, 100_000, 1_000_000], rounds 
   return report('memory: exporter holding items (own process, no export)', rows, targets)
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const hold$ = process.env['BENCH_MEMORY_HOLD']
   if (hold$) await hold(Number(hold$))
   else {

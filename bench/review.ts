@@ -16,6 +16,7 @@ import { bumpReplicas, makeItems } from '../test/support/items.js'
 import { pollUntil } from '../test/support/process.js'
 import { benchRun, INVENTORY, type BenchRun } from './exporter.js'
 import { median, report, timeMsAsync } from './stats.js'
+import { isMainModule } from '../server/entry.js'
 
 interface Pull {
   number: number
@@ -141,6 +142,6 @@ export async function benchReview(count = 1_000, rounds = 7): Promise<boolean> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   process.exitCode = (await benchReview(Number(process.env['BENCH_COUNT'] ?? 1_000))) ? 0 : 1
 }

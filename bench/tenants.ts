@@ -14,6 +14,7 @@ import { HEAP_BOMB_CEL, QUADRATIC_CEL, doubling, exampleProfile, inventorySync, 
 import { startKollectProcess } from '../test/support/kollect-process.js'
 import { deployment, targetSyncRequest } from '../test/support/metacontroller.js'
 import { percentile, report } from './stats.js'
+import { isMainModule } from '../server/entry.js'
 
 const SETTINGS = { mainHeapMb: 512, workers: 2, reserve: 1, workerMemoryMb: 256, timeoutMs: 8000 }
 
@@ -179,6 +180,6 @@ export async function benchTenants(aloneSeconds = 6, attackSeconds = 25, only?: 
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   process.exitCode = (await benchTenants(undefined, undefined, process.argv[2] === 'oversized' ? 'oversized' : undefined)) ? 0 : 1
 }

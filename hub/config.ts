@@ -119,7 +119,13 @@ export function parseHubConfig(text: string, file = 'hub.yaml'): HubConfig {
 }
 
 export function loadHubConfig(file: string): HubConfig {
-  return parseHubConfig(readFileSync(file, 'utf8'), file)
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new HubConfigError(file, [`cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); set KOLLECT_HUB_CONFIG or kollect hub --config`])
+  }
+  return parseHubConfig(text, file)
 }
 
 /** A mounted Secret as credentials: one regular file per key; Kubernetes' `..data` links are skipped. */

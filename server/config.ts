@@ -103,6 +103,11 @@ function leaderElection(env: Env): LeaseSettings | null {
   return settings
 }
 
+/** An error as one log line: a message with a code frame (a YAML error's) keeps its text, not its lines. */
+export function configErrorLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ').trim()
+}
+
 const TO_RUN_OPEN = 'or KOLLECT_HOOK_AUTH=none to run without authentication'
 
 /** The token from KOLLECT_HOOK_TOKEN or the file KOLLECT_HOOK_TOKEN_FILE (a mounted Secret); null when neither is set. */
