@@ -184,11 +184,14 @@ export class Exporter implements ExporterClient {
     return restored
   }
 
-  /** Write every export a sink still owes to the journal (shutdown); resolves with how many inventories. */
-  async savePending(): Promise<number> {
+  /**
+   * Write every export a sink still owes to the journal (shutdown): how many inventories were
+   * saved, and the ones that could not be (a full disk), with the first reason.
+   */
+  async savePending(): Promise<{ saved: number; failed: number; error?: string }> {
     const owing = [...this.inventories.values()].filter((inv) => !inv.finalizing && [...inv.sinks.values()].some((rt) => rt.pending))
-    await Promise.all(owing.map((inv) => this.journal.save(inv)))
-    return owing.length
+    const errors = (await Promise.all(owing.map((inv) => this.journal.save(inv)))).filter((e) => e !== undefined)
+    return { saved: owing.length - errors.length, failed: errors.length, ...(errors[0] ? { error: errors[0].message } : {}) }
   }
 
   get isActive(): boolean {

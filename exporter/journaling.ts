@@ -7,18 +7,21 @@ import type { InventoryRuntime } from './runtime.js'
 export class JournalKeeper {
   constructor(readonly journal: PendingJournal | undefined, private readonly log: Log) {}
 
-  async save(inv: InventoryRuntime): Promise<void> {
+  /** Resolves with why the entry could not be written (a full disk), else undefined: the caller says what is lost. */
+  async save(inv: InventoryRuntime): Promise<Error | undefined> {
     const journal = this.journal
     const owing = [...inv.sinks.entries()].filter(([, rt]) => rt.pending)
     // The newest snapshot is what every owing sink writes next: a writer always takes the latest.
     const snapshot = inv.desired
-    if (!journal || !snapshot || owing.length === 0) return
+    if (!journal || !snapshot || owing.length === 0) return undefined
     // Set before the write: a confirmation or a finalize meanwhile queues its update behind it.
     inv.journaled = true
     try {
       await journal.save({ composition: inv.composition, snapshot, sinks: owing.map(([key]) => key) })
+      return undefined
     } catch (err) {
       this.log('error', 'could not save a pending export to the journal', { inventory: refKey(inv.composition.inventory), error: (err as Error).message })
+      return err as Error
     }
   }
 

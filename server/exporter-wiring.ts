@@ -43,8 +43,12 @@ export async function drainExporter(exporter: Exporter, graceMs: number, logger:
   const ac = new AbortController()
   const settled = await Promise.race([exporter.idle().then(() => true), sleep(graceMs, false, { signal: ac.signal }).catch(() => false)])
   ac.abort()
-  const saved = await exporter.savePending()
+  const { saved, failed, error } = await exporter.savePending()
   if (saved > 0) logger.warn({ inventories: saved, graceMs, settled }, 'exports still pending at shutdown were saved; the next start resumes them')
+  // Never "saved" when the write failed: the operator must know these wait for a resync instead.
+  if (failed > 0) {
+    logger.error({ inventories: failed, graceMs, settled, error }, 'exports still pending at shutdown could not be saved to the journal and are lost here; the targets\' next resync exports them again')
+  }
   await exporter.close()
 }
 

@@ -24,12 +24,16 @@ export const SHUTDOWN_MARGIN_MS = 8_000
 
 /**
  * SIGTERM/SIGINT: stop accepting, let the exporter finish or save what is pending within its
- * grace period, then exit 0. Past grace plus a margin something hangs: exit 1.
+ * grace period, then exit 0. Any number of signals drains once. Past grace plus a margin
+ * something hangs: exit 1.
  */
 export function onShutdown(logger: Logger, apps: FastifyInstance[], drain: () => Promise<void> = async () => {}, graceMs = 20_000): void {
   let stopping = false
   const stop = async (signal: string) => {
-    if (stopping) return
+    if (stopping) {
+      logger.info({ signal }, 'shutdown already in progress; still draining')
+      return
+    }
     stopping = true
     logger.info({ signal, graceMs }, 'shutting down')
     const deadline = setTimeout(() => {
@@ -45,8 +49,10 @@ export function onShutdown(logger: Logger, apps: FastifyInstance[], drain: () =>
     }
     process.exit(0)
   }
-  process.once('SIGTERM', () => void stop('SIGTERM'))
-  process.once('SIGINT', () => void stop('SIGINT'))
+  // Not once: a terminal's Ctrl-C reaches node twice (from the terminal and again from npm),
+  // and a signal with no listener left kills the process mid-drain, losing a debounced export.
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
 }
 
 /** Nothing a request carries may crash the process; an unexpected rejection is logged, not fatal. */
