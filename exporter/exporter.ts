@@ -3,6 +3,7 @@ import type {
   ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ReportResult, ResolvedSink,
   SinkCheck, TargetReport,
 } from '../api/types.js'
+import { LeaseFence } from './fence.js'
 import { JournalKeeper } from './journaling.js'
 import { boundedClock, realClock, type Clock, type ExporterOptions } from './options.js'
 import { SinkPool } from './pool.js'
@@ -30,6 +31,7 @@ export class Exporter implements ExporterClient {
   private readonly schedule: Schedule
   private readonly writer: SinkWriter
   private readonly journal: JournalKeeper
+  private readonly fence: LeaseFence
   private closed = false
   /** Only an active exporter writes to sinks; a standby holds reports and compositions only. */
   private active: boolean
@@ -37,6 +39,7 @@ export class Exporter implements ExporterClient {
   constructor(private readonly options: ExporterOptions) {
     this.clock = boundedClock(options.clock ?? realClock)
     this.active = !options.standby
+    this.fence = new LeaseFence(options.renewDeadlineMs, () => this.clock.monotonic?.() ?? this.clock.now())
     const log = this.log.bind(this)
     this.targets = new TargetStore(options.budget, options.observer, log)
     this.pool = new SinkPool(options.createSink, this.clock, options.checkGrant)
@@ -51,6 +54,7 @@ export class Exporter implements ExporterClient {
       onFailing: (inv) => void this.journal.save(inv),
       onConfirmed: (inv) => { if (inv.journaled) this.journal.settle(inv) },
       onStopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
+      mayWrite: () => this.fence.holds(),
     })
   }
 
@@ -226,6 +230,13 @@ export class Exporter implements ExporterClient {
     this.options.observer?.onPendingChange?.(this.pendingCount())
   }
 
+  /** The elector renewed the Lease in a round begun at `at` (monotonic): fenced writers go on. */
+  leaseRenewed(at: number): void {
+    this.fence.renewed(at)
+    if (!this.active || this.closed) return
+    for (const inv of this.inventories.values()) for (const rt of inv.sinks.values()) if (rt.fenced) this.writer.drive(inv, rt)
+  }
+
   pendingCount(): number {
     let n = 0
     for (const inv of this.inventories.values()) for (const s of inv.sinks.values()) if (s.pending) n++
@@ -269,6 +280,7 @@ export class Exporter implements ExporterClient {
   private async runFinalize(inv: InventoryRuntime): Promise<void> {
     // A standby writes nothing, deletes included: the finalize call is retried until it reaches the holder.
     if (!this.active) throw new Error('this exporter is a standby; the lease holder finalizes')
+    if (!this.fence.holds()) throw new Error('the lease was not renewed within the renew deadline; the finalize waits for a renewal')
     await finalizeSinks(inv, this.writer, this.pool, this.options.cluster)
     await this.journal.forget(inv)
   }

@@ -6,12 +6,15 @@ import type { BackoffPolicy } from './retry.js'
 
 export interface Clock {
   now(): number
+  /** Milliseconds on a clock no wall-clock step moves (performance.now); now() when left out. */
+  monotonic?(): number
   setTimeout(fn: () => void, ms: number): unknown
   clearTimeout(handle: unknown): void
 }
 
 export const realClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 }
@@ -31,6 +34,7 @@ class LongWait {
 export function boundedClock(clock: Clock): Clock {
   return {
     now: () => clock.now(),
+    monotonic: () => clock.monotonic?.() ?? clock.now(),
     setTimeout: (fn, ms) => {
       if (!(ms > MAX_TIMER_MS)) return clock.setTimeout(fn, ms)
       const wait = new LongWait()
@@ -97,4 +101,9 @@ export interface ExporterOptions {
   log?: Log
   /** Start as a standby (leader election): hold reports, write nothing until setActive(true). */
   standby?: boolean
+  /**
+   * Leader election's renew deadline: no sink write (or removal) starts unless leaseRenewed() was
+   * called less than this long ago on the clock's monotonic time. No such check when left out.
+   */
+  renewDeadlineMs?: number
 }

@@ -26,6 +26,8 @@ export interface SinkRuntime {
   /** The next write of the proposed snapshot, which learns whether the request was merged. */
   reviewTimer: unknown
   reviewAt: number | null
+  /** The writer stopped with work owed for want of a recent lease renewal: a renewal drives it again. */
+  fenced: boolean
 }
 
 /** What the exporter holds per inventory: its composition, sinks, schedule and journal state. */
@@ -51,6 +53,6 @@ export function newInventoryRuntime(composition: InventoryComposition): Inventor
 export function newSinkRuntime(ref: ObjectRef, poolKey: string, resolved: ResolvedSink | null): SinkRuntime {
   return {
     ref, poolKey, resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController(),
-    verifyDue: false, verified: false, verifyTimer: null, holdTimer: null, drift: null, review: null, reviewTimer: null, reviewAt: null,
+    verifyDue: false, verified: false, verifyTimer: null, holdTimer: null, drift: null, review: null, reviewTimer: null, reviewAt: null, fenced: false,
   }
 }

@@ -20,6 +20,8 @@ export interface WriterContext {
   onConfirmed(inv: InventoryRuntime): void
   /** A writer loop ended: the number of owed exports may have changed. */
   onStopped(): void
+  /** Whether this exporter may start a sink call now (leader election: a recent lease renewal). */
+  mayWrite(): boolean
 }
 
 /**
@@ -32,11 +34,14 @@ export class SinkWriter {
 
   drive(inv: InventoryRuntime, rt: SinkRuntime): void {
     if (rt.running) return
+    rt.fenced = false
     const { clock, backoff, observer, log } = this.ctx
     clock.clearTimeout(rt.holdTimer)
     rt.holdTimer = null
     const run = async () => {
       while (!rt.abort.signal.aborted) {
+        // Drift repairs write too. What is owed stays owed until a renewal drives the writer again.
+        if (!this.ctx.mayWrite()) return this.fence(inv, rt)
         if (!rt.pending) {
           if (!rt.verifyDue) return
           await this.verify(inv, rt)
@@ -48,6 +53,9 @@ export class SinkWriter {
           const written = await retryUntilDone(async () => {
             const latest = rt.pending ?? snapshot
             const sink = await this.ctx.pool.sinkFor(rt.poolKey, rt.resolved)
+            // Asked again at the last moment: a backoff, building the sink or a paused process may
+            // have outlasted the renewal the loop saw.
+            if (!this.ctx.mayWrite()) return null
             const result = await sink.write(forSink(latest, rt.resolved))
             return { latest, result }
           }, {
@@ -63,6 +71,7 @@ export class SinkWriter {
               else log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
             },
           })
+          if (!written) return this.fence(inv, rt)
           // A poll that finds the proposal still open is no new export: status stays byte-identical.
           const polled = written.result.review && rt.review?.checksum === written.latest.checksum && rt.confirmed?.checksum === written.latest.checksum
           if (!polled) rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: clock.now() }
@@ -89,7 +98,7 @@ export class SinkWriter {
       rt.running = null
       this.ctx.onStopped()
       // Work that arrived while the loop was ending would otherwise wait for the next event.
-      if ((rt.pending || rt.verifyDue) && !rt.abort.signal.aborted && !rt.failing) this.drive(inv, rt)
+      if ((rt.pending || rt.verifyDue) && !rt.abort.signal.aborted && !rt.failing && !rt.fenced) this.drive(inv, rt)
     })
   }
 
@@ -101,6 +110,11 @@ export class SinkWriter {
     this.ctx.clock.clearTimeout(rt.holdTimer)
     rt.holdTimer = null
     this.cancelReviewPoll(rt)
+  }
+
+  private fence(inv: InventoryRuntime, rt: SinkRuntime): void {
+    rt.fenced = true
+    this.ctx.log('warn', 'a sink write waits: the lease was not renewed within the renew deadline', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory) })
   }
 
   private cancelReviewPoll(rt: SinkRuntime): void {

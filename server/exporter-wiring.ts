@@ -28,6 +28,7 @@ export function createExporter(config: Config, logger: Logger, metrics: Metrics,
     journal: new PendingJournal(path.join(config.dataDir, 'pending')),
     log: (level, msg, fields) => logger[level](fields ?? {}, msg),
     standby: config.leaderElection !== null,
+    ...(config.leaderElection ? { renewDeadlineMs: config.leaderElection.renewDeadlineMs } : {}),
   })
   metrics.setItemBudget(exporter.budgetBytes)
   metrics.setLeader(exporter.isActive)
@@ -71,6 +72,8 @@ export function electLeader(exporter: Exporter, config: Config, logger: Logger, 
       exporter.setActive(false)
       metrics.setLeader(false)
     },
+    // Both on performance.now: the elector's default clock and the exporter's real one.
+    onRenewed: (at) => exporter.leaseRenewed(at),
   }, logger)
   elector.start()
   return elector

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import * as k8s from '@kubernetes/client-node'
 import type { Logger } from './logger.js'
@@ -7,7 +8,8 @@ import type { Logger } from './logger.js'
 // read, so two candidates never both win; a lease is free once its holder has not renewed it for
 // leaseDuration, measured on the candidate's own clock from when it last saw the record change
 // (no clock skew between pods enters); the holder gives up when it cannot renew for renewDeadline,
-// which is shorter than leaseDuration, so it stops before anyone else may start.
+// which is shorter than leaseDuration, so it stops before anyone else may start. Durations are on
+// the monotonic clock: a wall clock stepped by NTP must not stretch or shrink a lease.
 
 export interface LeaseSettings {
   name: string
@@ -21,6 +23,12 @@ export interface LeaseSettings {
 export interface LeaderCallbacks {
   onStartedLeading(): void
   onStoppedLeading(): void
+  /**
+   * A round acquired or renewed the Lease; `at` (on the elector's monotonic clock) is when that
+   * round began, not when it ended: no other candidate can have taken the Lease before then plus
+   * the lease duration, whatever pause the round hit. Called before onStartedLeading.
+   */
+  onRenewed?(at: number): void
 }
 
 /** The Lease API calls the elector makes; the real one is leaseApi(kc). */
@@ -68,7 +76,8 @@ export class LeaderElector {
     private readonly settings: LeaseSettings,
     private readonly callbacks: LeaderCallbacks,
     private readonly logger: Logger,
-    private readonly now: () => number = Date.now,
+    /** Monotonic milliseconds: every duration the elector measures is on this clock. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   get isLeader(): boolean {
@@ -101,11 +110,14 @@ export class LeaderElector {
   private async run(): Promise<void> {
     const { retryPeriodMs, renewDeadlineMs } = this.settings
     while (!this.stopped) {
-      let lastRenew = 0
       // Acquire: one try per retry period (jittered, as client-go, so candidates do not collide).
-      while (!this.stopped && !(await this.tryAcquireOrRenew())) await this.wait(retryPeriodMs * (1 + Math.random() * 0.2))
+      let lastRenew = this.now()
+      while (!this.stopped && !(await this.tryAcquireOrRenew())) {
+        await this.wait(retryPeriodMs * (1 + Math.random() * 0.2))
+        lastRenew = this.now()
+      }
       if (this.stopped) return
-      lastRenew = this.now()
+      this.callbacks.onRenewed?.(lastRenew)
       this.leading = true
       this.logger.info({ lease: `${this.settings.namespace}/${this.settings.name}`, identity: this.settings.identity }, 'acquired the lease: this exporter writes to sinks')
       this.callbacks.onStartedLeading()
@@ -113,9 +125,12 @@ export class LeaderElector {
       while (!this.stopped) {
         await this.wait(retryPeriodMs)
         if (this.stopped) return
+        const roundAt = this.now()
         const renewed = await this.tryAcquireOrRenew()
-        if (renewed) lastRenew = this.now()
-        else if (this.heldByOther) {
+        if (renewed) {
+          lastRenew = roundAt
+          this.callbacks.onRenewed?.(roundAt)
+        } else if (this.heldByOther) {
           this.lose('another candidate holds the lease')
           break
         } else if (this.now() - lastRenew >= renewDeadlineMs - retryPeriodMs) {
@@ -140,17 +155,21 @@ export class LeaderElector {
   /** One round of client-go's tryAcquireOrRenew; API errors count as a failed round. */
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { name, namespace, identity, durationMs } = this.settings
-    const now = this.now()
     this.heldByOther = false
+    const wallNow = Date.now()
     const spec: k8s.V1LeaseSpec = {
       holderIdentity: identity,
       leaseDurationSeconds: Math.ceil(durationMs / 1000),
-      acquireTime: microTime(now),
-      renewTime: microTime(now),
+      acquireTime: microTime(wallNow),
+      renewTime: microTime(wallNow),
       leaseTransitions: 0,
     }
     try {
       const lease = await this.api.read()
+      // Observed now, after the read: a process paused before or inside the read would otherwise
+      // date a fresh record to before the pause and count it expired on its next round (client-go
+      // records when it observed a change, not when it asked).
+      const now = this.now()
       if (!lease) return await this.api.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec })
       const held = lease.spec ?? {}
       const record = JSON.stringify([held.holderIdentity, held.renewTime, held.leaseDurationSeconds])

@@ -11,7 +11,7 @@ import { httpExporterClient } from '../../server/exporter-app.js'
 import { createBareRemote } from '../support/git.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
 import type { EntryProcess } from '../support/kollect-process.js'
-import { exporterBase as base, exportedHistory as historyOf, isLeaderReady as isReady, landedIn, reportReplicas as change, startLeaderExporter } from '../support/leader.js'
+import { exporterBase as base, exportedHistory as historyOf, isLeaderReady as isReady, landedIn, leaderOf, reportReplicas as change, startLeaderExporter } from '../support/leader.js'
 import { pollUntil, waitForExit } from '../support/process.js'
 
 const LEASE_MS = 4_000
@@ -130,4 +130,33 @@ test('a holder that sees another holder stops writing at once, and writes the he
   await landedIn(repo, 22, alone)
   assert.equal(await isReady(alone), true)
   assert.deepEqual(await exportedHistory(repo), [21, 22])
+})
+
+test('a holder stopped inside its debounce and resumed after a takeover writes nothing: its last renewal is past the renew deadline', { timeout: 180_000 }, async () => {
+  const repo = await createBareRemote(root, 'paused.git')
+  const pair = [await startExporter('paused-a', 'paused-test'), await startExporter('paused-b', 'paused-test')]
+  const { leader, standby } = await leaderOf(pair)
+  // A 2 s debounce, so the stop lands inside it even on a loaded machine.
+  const DEBOUNCE_MS = 2_000
+  await change(pair, repo, 31, DEBOUNCE_MS)
+  await landedIn(repo, 31, leader)
+
+  await change(pair, repo, 32, DEBOUNCE_MS)
+  leader.proc.signalGroup('SIGSTOP')
+  try {
+    await pollUntil('the standby takes the lease', () => isReady(standby), { timeoutMs: 3 * LEASE_MS, proc: standby.proc })
+    // A stopped process takes no report: the hooks' calls to it would hang.
+    for (const replicas of [33, 34]) {
+      await change([standby], repo, replicas, DEBOUNCE_MS)
+      await landedIn(repo, replicas, standby)
+    }
+  } finally {
+    leader.proc.signalGroup('SIGCONT')
+  }
+  // Resumed, its debounce timer fires before its renew loop learns the Lease is gone.
+  await pollUntil('the resumed holder turns standby', async () => !(await isReady(leader)), { timeoutMs: 10_000, proc: leader.proc })
+  // Long enough for the late push the issue measured (1.3 to 2.6 s after the loss) to land.
+  await new Promise((r) => setTimeout(r, 5_000))
+  const history = await exportedHistory(repo)
+  assert.deepEqual(history.slice(history.indexOf(33)), [33, 34], `nothing older after the new holder's exports: ${history.join(', ')}`)
 })

@@ -54,21 +54,24 @@ export async function leaderOf(pair: EntryProcess[]): Promise<{ leader: EntryPro
   return { leader: pair[ready.indexOf(true)] as EntryProcess, standby: pair[ready.indexOf(false)] as EntryProcess, ready }
 }
 
-function composition(repo: string): InventoryComposition {
+function composition(repo: string, debounceMs: number): InventoryComposition {
   return {
-    inventory: LEADER_INV, generation: 1, targets: [TARGET], debounceMs: 100, maxWaitMs: 1_000, suspend: false,
+    inventory: LEADER_INV, generation: 1, targets: [TARGET], debounceMs, maxWaitMs: Math.max(debounceMs, 1_000), suspend: false,
     sinks: [{ namespace: 'team-a', name: 'record', spec: { type: 'git', cluster: 'lab-west', git: { url: repo, branch: 'main' } } }],
   }
 }
 
 let generation = 0
-/** The first item at `replicas`, reported with the composition to every exporter still running, as the hooks fan them out. */
-export async function reportReplicas(to: EntryProcess[], repo: string, replicas: number): Promise<void> {
+/**
+ * The first item at `replicas`, reported with the composition to every exporter still running, as
+ * the hooks fan them out. Keep `debounceMs` the same for one repo: a new one is a changed composition.
+ */
+export async function reportReplicas(to: EntryProcess[], repo: string, replicas: number, debounceMs = 100): Promise<void> {
   generation++
   const items = [bumpReplicas(ITEMS[0] as (typeof ITEMS)[number], replicas), ...ITEMS.slice(1)]
   await Promise.all(to.filter((e) => !e.proc.hasExited()).map(async (e) => {
     const c = httpExporterClient(exporterBase(e), NONE)
-    await c.applyInventory(composition(repo))
+    await c.applyInventory(composition(repo, debounceMs))
     assert.deepEqual(await c.reportTarget({ target: TARGET, generation, checksum: '', items, failedKeys: [] }), { accepted: true })
   }))
 }
