@@ -87,8 +87,8 @@ export interface InventoryStatusSink {
   name: string
   /** Namespace of the KollectSink. */
   namespace: string
-  /** Synced: the sink holds the latest snapshot. Pending: an export is due or running. Failing: the last attempt failed and is being retried. Drifted: the sink holds something else than the last export (edited outside Kollect) and its drift policy is Report. AwaitingReview: the sink (git in review mode) proposed the snapshot in an open request that is not merged yet. */
-  state: 'Synced' | 'Pending' | 'Failing' | 'Drifted' | 'AwaitingReview'
+  /** Synced: the sink holds the latest snapshot. Pending: an export is due or running. Failing: the last attempt failed and is being retried. Drifted: the sink holds something else than the last export (edited outside Kollect) and its drift policy is Report. AwaitingReview: the sink (git in review mode) proposed the snapshot in an open request that is not merged yet. Unverified: the sink's drift check failed (its record could not be read) and is being retried. */
+  state: 'Synced' | 'Pending' | 'Failing' | 'Drifted' | 'AwaitingReview' | 'Unverified'
   /** The open merge or pull request proposing the snapshot, while AwaitingReview. */
   reviewUrl?: string
   /** Checksum of the snapshot the sink holds. */

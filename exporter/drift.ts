@@ -23,6 +23,11 @@ export function driftSettings(resolved: ResolvedSink | null): DriftSettings {
   }
 }
 
+/** The status message of a sink whose drift check failed: stable across retries, like a failing write's. */
+export function checkFailedMessage(error: Error): string {
+  return `drift check failed, retrying with backoff: ${error.message}`
+}
+
 /** The status message of a sink whose record differs from the export and is left as it is. */
 export function driftMessage(result: DriftResult, intervalMs: number): string {
   const n = result.differences

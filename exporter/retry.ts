@@ -47,5 +47,10 @@ export function retryUntilDone<T>(
 
 /** The longest wait after the given failed attempt (jitter at most doubles the delay). */
 export function maxRetryDelayMs(policy: BackoffPolicy, attemptNumber: number): number {
-  return Math.min(policy.maxMs, Math.round(2 * policy.minMs * policy.factor ** Math.max(0, attemptNumber - 1)))
+  return retryDelayMs(policy, attemptNumber, () => 1)
+}
+
+/** The wait after the given failed attempt, jittered as retryUntilDone waits, for retries on a timer. */
+export function retryDelayMs(policy: BackoffPolicy, attemptNumber: number, random: () => number = Math.random): number {
+  return Math.min(policy.maxMs, Math.round((1 + random()) * policy.minMs * policy.factor ** Math.max(0, attemptNumber - 1)))
 }

@@ -17,6 +17,12 @@ export interface SinkRuntime {
   verifyDue: boolean
   verified: boolean
   verifyTimer: unknown
+  /** The last drift check failed (the record could not be read): why, as status shows it. */
+  verifyFailing: string | null
+  /** Failed checks in a row: the backoff of the next one. */
+  verifyAttempts: number
+  /** When the failed check runs again. */
+  verifyRetryAt: number | null
   /** After a permanent error: the next attempt at the maximum backoff, unless a change comes first. */
   holdTimer: unknown
   /** What the last check found and left (policy Report); null when in step. */
@@ -53,6 +59,6 @@ export function newInventoryRuntime(composition: InventoryComposition): Inventor
 export function newSinkRuntime(ref: ObjectRef, poolKey: string, resolved: ResolvedSink | null): SinkRuntime {
   return {
     ref, poolKey, resolved, pending: null, confirmed: null, failing: null, retryAt: null, running: null, abort: new AbortController(),
-    verifyDue: false, verified: false, verifyTimer: null, holdTimer: null, drift: null, review: null, reviewTimer: null, reviewAt: null, fenced: false,
+    verifyDue: false, verified: false, verifyTimer: null, verifyFailing: null, verifyAttempts: 0, verifyRetryAt: null, holdTimer: null, drift: null, review: null, reviewTimer: null, reviewAt: null, fenced: false,
   }
 }

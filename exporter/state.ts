@@ -15,6 +15,8 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
         state: rt.failing ? 'Failing'
           : awaitsReview(inv, rt) ? 'AwaitingReview'
           : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending'
+          // The record could not be read: neither in step nor drifted is known.
+          : rt.verifyFailing ? 'Unverified'
           : rt.drift ? 'Drifted'
           // The new checksum is not computed before the debounce ends, but the sink is behind it.
           : inv.dueAt !== null ? 'Pending' : 'Synced',
@@ -41,6 +43,7 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
   // A retry time already passed means an attempt is running: its end is unknown, so it is left out.
   const next = [inv.dueAt, ...[...inv.sinks.values()].flatMap((rt) => [
     rt.failing && rt.retryAt !== null && rt.retryAt > now ? rt.retryAt : null,
+    rt.verifyFailing && rt.verifyRetryAt !== null && rt.verifyRetryAt > now ? rt.verifyRetryAt : null,
     awaitsReview(inv, rt) && rt.reviewAt !== null && rt.reviewAt > now ? rt.reviewAt : null,
   ])]
     .filter((t): t is number => t !== null)
@@ -52,6 +55,7 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
 function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[]): string {
   if (rt.failing) return rt.failing
   if (awaitsReview(inv, rt)) return `awaiting review: ${rt.review?.url ?? ''}`
+  if (rt.confirmed && rt.verifyFailing && !rt.pending) return rt.verifyFailing
   if (rt.confirmed && rt.drift && !rt.pending) return driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs)
   if (rt.confirmed && !rt.pending && inv.dueAt !== null) return 'a change waits for the debounce; checksum and itemCount are the last export\'s'
   if (rt.confirmed) return ''

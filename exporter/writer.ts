@@ -1,11 +1,11 @@
 import { refKey } from '../api/canonical.js'
 import { formatDuration } from '../api/duration.js'
 import type { ResolvedSink, Snapshot } from '../api/types.js'
-import type { Sink, WriteResult } from '../sinks/sink.js'
-import { driftSettings } from './drift.js'
+import type { DriftResult, WriteResult } from '../sinks/sink.js'
+import { checkFailedMessage, driftSettings } from './drift.js'
 import type { Clock, ExporterObserver, Log } from './options.js'
 import type { SinkPool } from './pool.js'
-import { isPermanent, maxRetryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
+import { isPermanent, maxRetryDelayMs, retryDelayMs, retryUntilDone, type BackoffPolicy } from './retry.js'
 import type { InventoryRuntime, SinkRuntime } from './runtime.js'
 
 export interface WriterContext {
@@ -146,7 +146,9 @@ export class SinkWriter {
 
   /**
    * Compare what the sink holds with the export it confirmed, and repair or report by its drift
-   * policy. Only a confirmed, current export is checked: a pending one is still being written.
+   * policy. Only a confirmed, current export is checked: a pending one is still being written. A
+   * check that fails is retried with the writes' backoff, not an interval later, so a sink whose
+   * record cannot be read is Unverified for seconds, not minutes.
    */
   private async verify(inv: InventoryRuntime, rt: SinkRuntime): Promise<void> {
     const { clock, observer, log } = this.ctx
@@ -156,41 +158,54 @@ export class SinkWriter {
     if (!settings.mode || !snapshot || rt.confirmed?.checksum !== snapshot.checksum) return
     const event = { sink: rt.ref, inventory: inv.composition.inventory }
     const fields = { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory) }
-    let sink: Sink
+    let result: DriftResult
     try {
-      sink = await this.ctx.pool.sinkFor(rt.poolKey, rt.resolved)
-    } catch {
-      return // the next write reports why the sink cannot be built
-    }
-    if (!sink.verify) {
-      rt.verified = true // file and s3 have no verify: nothing to compare (see docs/design.md, drift checks)
-      return
-    }
-    try {
-      const result = await sink.verify(forSink(snapshot, rt.resolved), settings.mode)
-      rt.verified = true
-      rt.drift = result.differences > 0 && !result.repaired ? result : null
-      if (result.repaired) {
-        rt.confirmed = { ...rt.confirmed, at: clock.now() }
-        log('warn', 'repaired drift: the sink held changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
-      } else if (rt.drift) {
-        log('warn', 'drift found: the sink holds changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
+      const sink = await this.ctx.pool.sinkFor(rt.poolKey, rt.resolved)
+      if (!sink.verify) {
+        rt.verified = true // file and s3 have no verify: nothing to compare (see docs/design.md, drift checks)
+        this.checked(rt)
+        return
       }
-      observer?.onDrift?.({ ...event, result: result.repaired ? 'repaired' : rt.drift ? 'drifted' : 'in-step', differences: result.differences })
+      result = await sink.verify(forSink(snapshot, rt.resolved), settings.mode)
     } catch (err) {
       if (rt.abort.signal.aborted) return
-      log('warn', 'drift check failed; it runs again at the next interval', { ...fields, error: (err as Error).message })
+      const attempt = ++rt.verifyAttempts
+      const waitMs = isPermanent(err) ? this.ctx.backoff.maxMs : retryDelayMs(this.ctx.backoff, attempt)
+      rt.verifyFailing = checkFailedMessage(err as Error)
+      rt.verifyRetryAt = clock.now() + waitMs
+      log(attempt === 1 ? 'warn' : 'info', 'drift check failed; retrying with backoff', { ...fields, attempt, error: (err as Error).message })
       observer?.onDrift?.({ ...event, result: 'error', differences: 0 })
-    } finally {
-      if (!rt.abort.signal.aborted) {
-        clock.clearTimeout(rt.verifyTimer)
-        rt.verifyTimer = clock.setTimeout(() => {
-          rt.verifyTimer = null
-          rt.verifyDue = true
-          this.drive(inv, rt)
-        }, settings.intervalMs)
-      }
+      this.scheduleCheck(inv, rt, waitMs)
+      return
     }
+    rt.verified = true
+    this.checked(rt)
+    rt.drift = result.differences > 0 && !result.repaired ? result : null
+    if (result.repaired) {
+      rt.confirmed = { ...rt.confirmed, at: clock.now() }
+      log('warn', 'repaired drift: the sink held changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
+    } else if (rt.drift) {
+      log('warn', 'drift found: the sink holds changes made outside Kollect', { ...fields, differences: result.differences, examples: result.examples })
+    }
+    observer?.onDrift?.({ ...event, result: result.repaired ? 'repaired' : rt.drift ? 'drifted' : 'in-step', differences: result.differences })
+    if (!rt.abort.signal.aborted) this.scheduleCheck(inv, rt, settings.intervalMs)
+  }
+
+  /** A check ran to its end: whatever failed before no longer stands. */
+  private checked(rt: SinkRuntime): void {
+    rt.verifyFailing = null
+    rt.verifyAttempts = 0
+    rt.verifyRetryAt = null
+  }
+
+  private scheduleCheck(inv: InventoryRuntime, rt: SinkRuntime, waitMs: number): void {
+    const { clock } = this.ctx
+    clock.clearTimeout(rt.verifyTimer)
+    rt.verifyTimer = clock.setTimeout(() => {
+      rt.verifyTimer = null
+      rt.verifyDue = true
+      this.drive(inv, rt)
+    }, waitMs)
   }
 
   /**

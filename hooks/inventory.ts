@@ -178,14 +178,15 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   const pending = state.sinks.filter((s) => s.state === 'Pending')
   const drifted = state.sinks.filter((s) => s.state === 'Drifted')
   const reviewing = state.sinks.filter((s) => s.state === 'AwaitingReview')
-  const troubled = [...failing, ...drifted]
+  const unverified = state.sinks.filter((s) => s.state === 'Unverified')
+  const troubled = [...failing, ...unverified, ...drifted]
   const conditions: Condition[] = [
     blocking.length > 0
       ? condition('Ready', false, (blocking[0] as Problem).reason, blocking.map((p) => p.message).join('; '), generation)
       : condition('Ready', true, 'Resolved', `${composition.targets.length} targets, ${state.sinks.length} sinks`, generation),
-    syncedCondition(req, composed, state, { pending, failing, drifted, reviewing }, generation),
+    syncedCondition(req, composed, state, { pending, failing, drifted, reviewing, unverified }, generation),
     troubled.length > 0 || blocking.length > 0
-      ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : drifted.length > 0 ? 'SinkDrifted' : (blocking[0] as Problem).reason,
+      ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : unverified.length > 0 ? 'SinkUnverified' : drifted.length > 0 ? 'SinkDrifted' : (blocking[0] as Problem).reason,
         [...troubled.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
       : condition('Degraded', false, 'AsExpected', problems.map((p) => p.message).join('; '), generation),
   ]
@@ -201,7 +202,7 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   return status
 }
 
-type SinkGroups = Record<'pending' | 'failing' | 'drifted' | 'reviewing', SinkExportState[]>
+type SinkGroups = Record<'pending' | 'failing' | 'drifted' | 'reviewing' | 'unverified', SinkExportState[]>
 
 function syncedCondition(req: SyncRequest, composed: Composed & { ok: true }, state: InventoryExportState, groups: SinkGroups, generation: number): Condition {
   const c = composed.composition
@@ -218,6 +219,7 @@ function syncedCondition(req: SyncRequest, composed: Composed & { ok: true }, st
     const requests = groups.reviewing.map((s) => `${s.namespace}/${s.name} ${s.reviewUrl ?? ''}`.trim()).join(', ')
     return condition('Synced', false, 'AwaitingReview', `${groups.reviewing.length} of ${state.sinks.length} sinks await review: ${requests}`, generation)
   }
+  if (groups.unverified.length > 0) return condition('Synced', false, 'Unverified', `${groups.unverified.length} of ${state.sinks.length} sinks cannot be checked for drift; the checks are retried`, generation)
   if (groups.drifted.length > 0) return condition('Synced', false, 'Drifted', `${groups.drifted.length} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
   // Synced=True only where a sink holds the export: never "exported to 0 sinks".
   if (state.sinks.length === 0) return condition('Synced', false, 'NoSinks', noSinksMessage(composed.problems), generation)
@@ -279,7 +281,7 @@ export function resyncAfterSeconds(c: InventoryComposition, state: InventoryExpo
   const settled = !state.pending && state.sinks.every((s) => s.state === 'Synced' || s.state === 'Drifted')
   if (settled) return undefined
   // No known time: a write or a failing sink's retry is running.
-  if (state.nextChangeInMs === undefined) return state.sinks.some((s) => s.state === 'Failing') ? WAITING_RESYNC_SECONDS : IN_FLIGHT_RESYNC_SECONDS
+  if (state.nextChangeInMs === undefined) return state.sinks.some((s) => s.state === 'Failing' || s.state === 'Unverified') ? WAITING_RESYNC_SECONDS : IN_FLIGHT_RESYNC_SECONDS
   // One second of margin, so the call lands after the timer, not just before it.
   return Math.min(MAX_RESYNC_SECONDS, Math.ceil(state.nextChangeInMs / 1000) + 1)
 }

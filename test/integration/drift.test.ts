@@ -2,7 +2,7 @@
 // resync with unchanged input writes nothing (the exporter's checksum shortcut), and only the
 // scheduled drift check finds it, then repairs it or reports Drifted by the sink's policy.
 import assert from 'node:assert/strict'
-import { writeFile } from 'node:fs/promises'
+import { rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { after, before, test, type TestContext } from 'node:test'
 import type { InventoryComposition, KollectSinkSpec, ObjectRef, ResolvedSink } from '../../api/types.js'
@@ -55,7 +55,7 @@ async function exported(t: TestContext, spec: KollectSinkSpec, root: string) {
     clock.advance(INTERVAL_MS)
     await exporter.idle()
   }
-  return { exporter, checks, composition, resync, tick }
+  return { clock, exporter, checks, composition, resync, tick }
 }
 
 async function gitRecord(t: TestContext, drift?: KollectSinkSpec['drift']) {
@@ -94,19 +94,42 @@ test('git, drift Repair: the scheduled check puts the export back as one commit;
   assert.equal((await git(remote, 'rev-parse', 'main')).trim(), repairHead, 'and commits nothing')
 })
 
+function conditionsOf(composition: InventoryComposition, state: ReturnType<Exporter['inventoryState']>) {
+  assert.ok(state)
+  const parent = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectInventory', metadata: { name: INV.name, namespace: INV.namespace, generation: 1 }, spec: {} }
+  const status = inventoryStatus({ controller: {}, parent, children: {}, related: {} } as unknown as SyncRequest, { ok: true, composition, problems: [] }, state)
+  return (status.conditions ?? []).filter((c) => c.type !== 'Ready').map((c) => [c.type, c.status, c.reason])
+}
+
+test('git: a drift check that cannot fetch is retried after the backoff; the sink is Unverified, never Synced, until one succeeds', async (t) => {
+  const root = await tempDir(t)
+  const remote = await createBareRemote(root)
+  const { checks, clock, composition, exporter, tick } = await exported(t, { type: 'git', cluster: 'lab-west', git: { url: remote, branch: 'main' } }, root)
+  await rename(remote, `${remote}.away`)
+  await tick()
+  assert.deepEqual(checks.map((c) => c.result), ['in-step', 'error'])
+  const failing = exporter.inventoryState(INV)
+  assert.equal(failing?.sinks[0]?.state, 'Unverified', 'a record that cannot be read is not Synced')
+  assert.match(failing?.sinks[0]?.message ?? '', /^drift check failed, retrying with backoff: /)
+  assert.deepEqual(conditionsOf(composition, failing), [['Degraded', 'True', 'SinkUnverified'], ['Synced', 'False', 'Unverified']])
+
+  await rename(`${remote}.away`, remote)
+  clock.advance(5) // the backoff's maximum, far below the 10-minute interval
+  await exporter.idle()
+  assert.deepEqual(checks.map((c) => c.result), ['in-step', 'error', 'in-step'])
+  assert.equal(exporter.inventoryState(INV)?.sinks[0]?.state, 'Synced')
+  assert.deepEqual(conditionsOf(composition, exporter.inventoryState(INV)), [['Degraded', 'False', 'AsExpected'], ['Synced', 'True', 'Exported']])
+})
+
 test('git, drift Report: the scheduled check leaves the edit and the inventory says Drifted with the item', async (t) => {
   const { checks, remote, handHead, exporter, composition, tick } = await gitRecord(t, { policy: 'Report', interval: '10m' })
   await tick()
   assert.deepEqual(checks.map((c) => [c.result, c.differences]), [['in-step', 0], ['drifted', 1]])
   assert.equal((await git(remote, 'rev-parse', 'main')).trim(), handHead, 'Report never writes')
   const state = exporter.inventoryState(INV)
-  assert.ok(state)
-  assert.equal(state.sinks[0]?.state, 'Drifted')
-  assert.match(state.sinks[0]?.message ?? '', new RegExp(`^1 item differs from the last export \\(team-a/deploys/${VICTIM.uid}\\)`))
-  const parent = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectInventory', metadata: { name: INV.name, namespace: INV.namespace, generation: 1 }, spec: {} }
-  const status = inventoryStatus({ controller: {}, parent, children: {}, related: {} } as unknown as SyncRequest, { ok: true, composition, problems: [] }, state)
-  const conditions = status.conditions ?? []
-  assert.deepEqual(conditions.filter((c) => c.type !== 'Ready').map((c) => [c.type, c.status, c.reason]), [['Degraded', 'True', 'SinkDrifted'], ['Synced', 'False', 'Drifted']])
+  assert.equal(state?.sinks[0]?.state, 'Drifted')
+  assert.match(state?.sinks[0]?.message ?? '', new RegExp(`^1 item differs from the last export \\(team-a/deploys/${VICTIM.uid}\\)`))
+  assert.deepEqual(conditionsOf(composition, state), [['Degraded', 'True', 'SinkDrifted'], ['Synced', 'False', 'Drifted']])
 })
 
 test('postgres, drift Repair: a row edited by hand (content_hash untouched) is put back by the scheduled check', async (t) => {

@@ -236,6 +236,9 @@ const GIT_SYNCED: SinkExportState = { namespace: 'team-a', name: 'git-demo', sta
 const REVIEW_URL = 'https://gitea.example/platform/inventory/pulls/7'
 const GIT_REVIEWING: SinkExportState = { ...GIT_SYNCED, state: 'AwaitingReview', reviewUrl: REVIEW_URL, message: `awaiting review: ${REVIEW_URL}` }
 const PG_FAILING: SinkExportState = { namespace: 'platform', name: 'shared-pg', state: 'Failing', checksum: '', itemCount: 0, message: 'connection refused (attempt 3, next in 4s)' }
+const PG_UNVERIFIED: SinkExportState = {
+  namespace: 'platform', name: 'shared-pg', state: 'Unverified', checksum: CHECKSUM, itemCount: 2, lastExportTime: EXPORTED_AT, message: 'drift check failed, retrying with backoff: connection refused',
+}
 
 function exportState(over: Partial<InventoryExportState>): InventoryExportState {
   return { complete: true, missingTargets: [], itemCount: 2, checksum: CHECKSUM, lastExportTime: EXPORTED_AT, sinks: [GIT_SYNCED], ...over }
@@ -336,6 +339,42 @@ describe('inventoryStatus', () => {
         lastExportTime: EXPORTED_AT,
         conditions: [
           cond('Degraded', 'True', 'SinkFailing', 'platform/shared-pg: connection refused (attempt 3, next in 4s)'),
+          cond('Ready', 'True', 'Resolved', '1 targets, 2 sinks'),
+          cond('Synced', 'False', 'Failing', '1 of 2 sinks failing'),
+        ],
+      },
+    },
+    {
+      reason: 'a sink whose drift check fails is Synced False Unverified and Degraded True SinkUnverified with its message, never Exported',
+      composed: composed({ sinks: BOTH_SINKS }),
+      state: exportState({ sinks: [PG_UNVERIFIED, GIT_SYNCED] }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [PG_UNVERIFIED, GIT_SYNCED],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'True', 'SinkUnverified', 'platform/shared-pg: drift check failed, retrying with backoff: connection refused'),
+          cond('Ready', 'True', 'Resolved', '1 targets, 2 sinks'),
+          cond('Synced', 'False', 'Unverified', '1 of 2 sinks cannot be checked for drift; the checks are retried'),
+        ],
+      },
+    },
+    {
+      reason: 'a failing write outranks a failing drift check in Synced and Degraded',
+      composed: composed({ sinks: BOTH_SINKS }),
+      state: exportState({ sinks: [PG_FAILING, { ...GIT_SYNCED, state: 'Unverified', message: 'drift check failed, retrying with backoff: fetch refused' }] }),
+      want: {
+        observedGeneration: 1,
+        itemCount: 2,
+        checksum: CHECKSUM,
+        targetCount: 1,
+        sinks: [PG_FAILING, { ...GIT_SYNCED, state: 'Unverified', message: 'drift check failed, retrying with backoff: fetch refused' }],
+        lastExportTime: EXPORTED_AT,
+        conditions: [
+          cond('Degraded', 'True', 'SinkFailing', 'platform/shared-pg: connection refused (attempt 3, next in 4s); team-a/git-demo: drift check failed, retrying with backoff: fetch refused'),
           cond('Ready', 'True', 'Resolved', '1 targets, 2 sinks'),
           cond('Synced', 'False', 'Failing', '1 of 2 sinks failing'),
         ],
@@ -593,6 +632,8 @@ describe('resyncAfterSeconds', () => {
     { reason: 'a sink awaiting review polled in 30 s: 31 s', state: exportState({ sinks: [GIT_REVIEWING], nextChangeInMs: 30_000 }), want: 31 },
     { reason: 'a write in flight with no timer: a short resync', state: exportState({ sinks: [PENDING_WRITE] }), want: 2 },
     { reason: 'a failing sink whose retry is running (no known end): a modest resync, not one a second', state: exportState({ sinks: [PG_FAILING, GIT_SYNCED] }), want: 10 },
+    { reason: 'a drift check retried in at most 4 s: 5 s', state: exportState({ sinks: [PG_UNVERIFIED, GIT_SYNCED], nextChangeInMs: 4_000 }), want: 5 },
+    { reason: 'a drift check retry running (no known end): a modest resync', state: exportState({ sinks: [PG_UNVERIFIED, GIT_SYNCED] }), want: 10 },
     { reason: 'targets not all heard from: a modest resync', state: exportState({ complete: false, missingTargets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: [] }), want: 10 },
     { reason: 'an inventory with no sink waits for a sink or scope event, not a timer', composed: composed({ sinks: [] }), state: exportState({ complete: false, missingTargets: MISSING(['prod-deploys']), sinks: [] }), want: undefined },
     { reason: 'a suspended inventory never changes by itself: no resync', composed: composed({ suspend: true }), state: exportState({ pending: true, nextChangeInMs: 1_000 }), want: undefined },
