@@ -72,6 +72,18 @@ describe('hub fleet state', () => {
     assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(7, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: three.checksum, previousChecksum: two.checksum })).kind, 'snapshot')
   })
 
+  test('a copy of a change whose before is not the held item (an interrupted export, retried) changes nothing', () => {
+    const state: FleetState = {}
+    const [A2, A3] = [bumpReplicas(A, 2), bumpReplicas(A, 3)]
+    const change = (seq: number, before: typeof A, after: typeof A) => msg(seq, 'kollect.east.team-a.fleet.changed', { type: 'changed', key: itemKey(A), before, after })
+    applyMessage(state, 'kollect', ALLOWED, added(1, A))
+    applyMessage(state, 'kollect', ALLOWED, change(2, A, A2))
+    applyMessage(state, 'kollect', ALLOWED, change(3, A2, A3))
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, change(4, A, A2)).kind, 'seen')
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(5, 'kollect.east.team-a.fleet.removed', { type: 'removed', key: itemKey(A), before: A2 })).kind, 'seen')
+    assert.deepEqual((state['east/team-a/fleet'] as HeldInventory).items[itemKey(A)], { seq: 3, item: A3 })
+  })
+
   test('a marker whose checksum the held items do not give is not exported', () => {
     const state: FleetState = {}
     applyMessage(state, 'kollect', ALLOWED, added(1, A))
