@@ -1,4 +1,4 @@
-import { buildSnapshot, itemKey, refKey } from '../api/canonical.js'
+import { buildSnapshot, itemHash, itemKey, refKey } from '../api/canonical.js'
 import { clusterLabelProblem, isNamespaceName, isObjectName } from '../api/names.js'
 import type { Item, ObjectRef, Snapshot } from '../api/types.js'
 import type { ItemEvent, SnapshotMarker } from '../sinks/nats/encode.js'
@@ -105,6 +105,15 @@ export function applyMessage(state: FleetState, prefix: string, allowed: Readonl
   // Events are keyed by item, and a redelivered older event must not undo a newer one.
   const prior = held.items[event.key]
   if (prior && prior.seq >= msg.seq) return { kind: 'seen', key }
+  // The stream sequence alone does not order an item's events: a copy re-published later is
+  // newer there. The spoke does: every event names the marker it follows (previousChecksum), so
+  // one that does not follow the hub's last marker is a copy of an older event, or one of a later
+  // export that arrived before its predecessors (redeliveries after a crash). Either way it is not
+  // applied here; the later marker it belongs to re-reads the stream in order (hub.ts).
+  if (held.markerSeq > 0 && (event.previousChecksum ?? null) !== held.checksum) return { kind: 'seen', key }
+  // Within one export too (an interrupted one retried): a change or removal starts from the item
+  // as the spoke last published it, so one whose `before` is not what the hub holds is a copy.
+  if (prior?.item && event.type !== 'added' && (!event.before || itemHash(event.before) !== itemHash(prior.item))) return { kind: 'seen', key }
   if (event.type === 'removed') {
     held.items[event.key] = { seq: msg.seq, item: null }
   } else if (event.after && itemKey(event.after) === event.key) {

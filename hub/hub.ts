@@ -4,9 +4,11 @@ import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { retryUntilDone, DEFAULT_BACKOFF, type BackoffPolicy } from '../exporter/retry.js'
 import type { Log } from '../exporter/index.js'
 import { natsSettings } from '../sinks/nats/config.js'
+import { subjectFor } from '../sinks/nats/encode.js'
+import { readStreamRange } from '../sinks/nats/read.js'
 import { createSinkFactory } from '../sinks/registry.js'
 import type { Sink } from '../sinks/sink.js'
-import { applyMessage, type FleetState, type StreamMessage, type Verdict } from './fleet.js'
+import { applyMessage, type FleetState, type HeldInventory, type StreamMessage, type Verdict } from './fleet.js'
 import { readSecretDir, type HubConfig } from './config.js'
 import type { HubMetrics } from './metrics.js'
 import { HubStore } from './store.js'
@@ -125,15 +127,11 @@ export class Hub {
   }
 
   private async handle(m: JsMsg): Promise<void> {
-    let body: unknown
-    try {
-      body = m.json()
-    } catch {
-      body = null
-    }
+    const body = parseBody(m.string())
     const msg: StreamMessage = { subject: m.subject, seq: m.seq, time: m.time.toISOString(), body }
-    const verdict = applyMessage(this.state, this.options.config.nats.subject, this.allowed, msg)
     try {
+      let verdict = applyMessage(this.state, this.options.config.nats.subject, this.allowed, msg)
+      if (verdict.kind === 'incomplete') verdict = await this.reread(verdict.key, msg)
       await this.act(verdict, m)
     } catch (err) {
       // Stopped mid-export: nothing of it is acknowledged.
@@ -163,8 +161,11 @@ export class Hub {
       case 'incomplete': {
         const held = this.state[v.key]
         metrics.incomplete.inc({ cluster: held?.cluster ?? '' })
-        log('warn', 'a spoke marker does not match the items the hub holds; not exported', { inventory: v.key, expected: v.expected, held: v.got })
-        break
+        log('warn', 'a spoke marker does not match the items the hub holds, even read again from the stream; not exported', { inventory: v.key, expected: v.expected, held: v.got })
+        // Acknowledged but not saved: the saved picture stays the last good marker, which the next re-read starts from.
+        this.ackPending(v.key)
+        await m.ackAck()
+        return
       }
       case 'snapshot':
         // Catching up (a replay, or a hub that was stopped): only an inventory's newest marker is exported, so the sinks never go back in time.
@@ -178,9 +179,39 @@ export class Hub {
         break
     }
     await this.store.save(v.key, this.state[v.key])
-    for (const earlier of this.unacked.get(v.key) ?? []) earlier.ack()
-    this.unacked.delete(v.key)
+    this.ackPending(v.key)
     await m.ackAck()
+  }
+
+  private ackPending(key: string): void {
+    for (const earlier of this.unacked.get(key) ?? []) earlier.ack()
+    this.unacked.delete(key)
+  }
+
+  /**
+   * The spoke's stream is the record, not the order the hub got it in (redeliveries after a
+   * crash come after newer messages): a marker the held items do not give is checked again on
+   * that inventory's messages read back in stream order, from the last marker whose checksum
+   * held (as saved) up to this one.
+   */
+  private async reread(key: string, msg: StreamMessage): Promise<Verdict> {
+    const { config, log, metrics } = this.options
+    const held = this.state[key] as HeldInventory
+    const base = await this.store.loadOne(key)
+    const picture: FleetState = base ? { [key]: base } : {}
+    const after = base?.markerSeq ?? 0
+    const reader = { js: jetstream(this.nc as NatsConnection), jsm: this.jsm as JetStreamManager, stream: config.nats.stream, window: 1024, timeoutMs: 10_000 }
+    const read = await retryUntilDone(() => readStreamRange(reader, subjectFor(config.nats.subject, held, '*'), after, msg.seq - 1), {
+      policy: this.options.backoff ?? DEFAULT_BACKOFF, signal: this.abort.signal,
+      onFailedAttempt: (err) => log('warn', 'reading a spoke inventory back from the stream failed; retrying', { inventory: key, error: err.message }),
+    })
+    const text = new TextDecoder()
+    for (const r of read) applyMessage(picture, config.nats.subject, this.allowed, { subject: r.subject, seq: r.seq, time: r.time, body: parseBody(text.decode(r.data)) })
+    const verdict = applyMessage(picture, config.nats.subject, this.allowed, msg)
+    this.state[key] = picture[key] as HeldInventory
+    metrics.rereads.inc({ cluster: held.cluster })
+    log('info', 'a spoke marker did not match the items the hub held; re-read the inventory from its last good marker', { inventory: key, from: after + 1, to: msg.seq, messages: read.length, result: verdict.kind })
+    return verdict
   }
 
   /** Every hub sink, until each confirmed; a permanent error waits the longest backoff and tries again. */
@@ -227,5 +258,13 @@ export class Hub {
     if (at === null) return
     const ms = Date.parse(at)
     if (ms > (this.options.metrics.lastMarker.get(cluster) ?? 0)) this.options.metrics.lastMarker.set(cluster, ms)
+  }
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return null
   }
 }

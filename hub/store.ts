@@ -38,10 +38,22 @@ export class HubStore {
     return state
   }
 
+  /** One inventory as last saved: its last marker whose checksum held, or undefined. */
+  async loadOne(key: string): Promise<HeldInventory | undefined> {
+    const text = await readFile(this.file(key), 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined
+      throw err
+    })
+    return text === undefined ? undefined : (JSON.parse(text) as HeldInventory)
+  }
+
   async save(key: string, held: HeldInventory | undefined): Promise<void> {
-    const file = path.join(this.dir, `${escapePathSegment(key)}.json`)
+    const file = this.file(key)
     if (held) await writeFileAtomic(file, JSON.stringify(held))
     else await rm(file, { force: true })
   }
-}
 
+  private file(key: string): string {
+    return path.join(this.dir, `${escapePathSegment(key)}.json`)
+  }
+}

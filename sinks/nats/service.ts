@@ -1,9 +1,10 @@
-import { DeliverPolicy, jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
+import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
 import { capturesEvents, STATE_BUCKET, type NatsSettings } from './config.js'
 import type { ItemEvent, OutgoingMessage, SnapshotMarker } from './encode.js'
+import { readStreamRange, StateReadInterrupted } from './read.js'
 import type { PublishedMessage, StateEntry } from './state.js'
 
 // Errors after which the same request can succeed: the connection, a timeout, JetStream not
@@ -26,14 +27,6 @@ export function isRetriable(err: unknown): boolean {
     if (e.name === 'JetStreamError') return /invalid ack|timeout/i.test(e.message)
     return RETRIABLE_NAMES.has(e.name)
   })
-}
-
-/** Thrown when a KV read ends before the server said it was complete. */
-class StateReadInterrupted extends Error {
-  constructor() {
-    super('reading the published state was interrupted')
-    this.name = 'StateReadInterrupted'
-  }
 }
 
 interface Connected {
@@ -184,43 +177,13 @@ export class NatsService {
     return ack.seq
   }
 
-  /**
-   * Every message on `filter` after stream sequence `after`, in order, or an error: never a
-   * silently partial list. One lookup when there is none (the usual case), an ordered consumer
-   * up to the last message on `filter` when there are: not the server's pending count, which 2.9
-   * overcounts for a wildcard filter starting inside a block whose subject index was reloaded
-   * (a restart, or evicted under load). Messages stored after that lookup wait for the next read.
-   */
+  /** Every message on `filter` after stream sequence `after`, in order (see readStreamRange). */
   async readPublished(filter: string, after: number): Promise<PublishedMessage[]> {
     const { js, jsm } = await this.connected()
-    const { stream } = this.settings
-    // next_by_subj is STREAM.MSG.GET's "first message on this subject from seq"; the client's type lacks it.
-    const first = await jsm.streams.getMessage(stream, { seq: after + 1, next_by_subj: filter } as { seq: number })
-    if (first === null) return []
-    const last = await jsm.streams.getMessage(stream, { last_by_subj: filter })
-    if (last === null) throw new StateReadInterrupted() // purged between the two lookups
-    const consumer = await js.consumers.get(stream, {
-      filter_subjects: filter,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: first.seq,
-    })
-    const out: PublishedMessage[] = []
-    // Batches that expire, not an endless consume(): a consumer that stops delivering (a reset
-    // under load, a server going away) ends the read as interrupted, and the write is retried.
-    while ((out.at(-1)?.seq ?? 0) < last.seq) {
-      const batch = await consumer.fetch({ max_messages: this.settings.window, expires: this.settings.requestTimeoutMillis })
-      let received = 0
-      for await (const m of batch) {
-        received++
-        out.push({ seq: m.seq, body: m.json<ItemEvent | SnapshotMarker>() })
-        if (m.seq >= last.seq) break
-      }
-      // A batch also ends when the connection closes: that is not the end of the stream.
-      if (received === 0) throw new StateReadInterrupted()
-    }
-    // The consumer skipped it, or retention removed it meanwhile: read again.
-    if (out[0]?.seq !== first.seq) throw new StateReadInterrupted()
-    return out
+    const { stream, window, requestTimeoutMillis } = this.settings
+    const read = await readStreamRange({ js, jsm, stream, window, timeoutMs: requestTimeoutMillis }, filter, after)
+    const text = new TextDecoder()
+    return read.map(({ seq, data }) => ({ seq, body: JSON.parse(text.decode(data)) as ItemEvent | SnapshotMarker }))
   }
 
   /** Every entry under `filter` in stream order, or an error: never a silently partial list. */

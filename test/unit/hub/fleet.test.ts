@@ -55,6 +55,35 @@ describe('hub fleet state', () => {
     assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(5, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: want.checksum })).kind, 'seen')
   })
 
+  // Issue 25, scenario 6: a copy of an item's first event, re-published, is newer on the stream.
+  test('an event that does not follow the last marker applied (a re-published copy) changes nothing', () => {
+    const state: FleetState = {}
+    const first = msg(1, 'kollect.east.team-a.fleet.added', { type: 'added', key: itemKey(A), after: A, previousChecksum: null })
+    applyMessage(state, 'kollect', ALLOWED, first)
+    const one = snapshotOf(state['east/team-a/fleet'] as HeldInventory)
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(2, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: one.checksum, previousChecksum: null })).kind, 'snapshot')
+    const A2 = bumpReplicas(A, 9)
+    applyMessage(state, 'kollect', ALLOWED, msg(3, 'kollect.east.team-a.fleet.changed', { type: 'changed', key: itemKey(A), before: A, after: A2, previousChecksum: one.checksum }))
+    const two = snapshotOf(state['east/team-a/fleet'] as HeldInventory)
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(4, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: two.checksum, previousChecksum: one.checksum })).kind, 'snapshot')
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, { ...first, seq: 5 }).kind, 'seen')
+    applyMessage(state, 'kollect', ALLOWED, msg(6, 'kollect.east.team-a.fleet.added', { type: 'added', key: itemKey(B), after: B, previousChecksum: two.checksum }))
+    const three = snapshotOf({ cluster: 'east', inventory: INV, items: { a: { seq: 3, item: A2 }, b: { seq: 6, item: B } }, markerSeq: 0, checksum: null, lastMarkerAt: null })
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(7, 'kollect.east.team-a.fleet.snapshot', { type: 'snapshot', checksum: three.checksum, previousChecksum: two.checksum })).kind, 'snapshot')
+  })
+
+  test('a copy of a change whose before is not the held item (an interrupted export, retried) changes nothing', () => {
+    const state: FleetState = {}
+    const [A2, A3] = [bumpReplicas(A, 2), bumpReplicas(A, 3)]
+    const change = (seq: number, before: typeof A, after: typeof A) => msg(seq, 'kollect.east.team-a.fleet.changed', { type: 'changed', key: itemKey(A), before, after })
+    applyMessage(state, 'kollect', ALLOWED, added(1, A))
+    applyMessage(state, 'kollect', ALLOWED, change(2, A, A2))
+    applyMessage(state, 'kollect', ALLOWED, change(3, A2, A3))
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, change(4, A, A2)).kind, 'seen')
+    assert.equal(applyMessage(state, 'kollect', ALLOWED, msg(5, 'kollect.east.team-a.fleet.removed', { type: 'removed', key: itemKey(A), before: A2 })).kind, 'seen')
+    assert.deepEqual((state['east/team-a/fleet'] as HeldInventory).items[itemKey(A)], { seq: 3, item: A3 })
+  })
+
   test('a marker whose checksum the held items do not give is not exported', () => {
     const state: FleetState = {}
     applyMessage(state, 'kollect', ALLOWED, added(1, A))
