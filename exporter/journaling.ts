@@ -1,11 +1,54 @@
 import { refKey } from '../api/canonical.js'
-import type { Log } from './options.js'
-import type { PendingJournal } from './pending-journal.js'
+import type { Snapshot } from '../api/types.js'
+import type { ExporterObserver, Log } from './options.js'
+import type { PendingExport, PendingJournal } from './pending-journal.js'
 import type { InventoryRuntime } from './runtime.js'
 
-/** Keeps the journal in step with what sinks owe: an entry while some sink owes an export, none after. */
+/**
+ * Keeps the journal in step with what sinks owe: an entry while some sink owes an export, none after.
+ * A restored entry is never written as it is: another exporter may have written a newer snapshot
+ * since (a takeover while this one was down), and nothing in the entry orders it against that.
+ * It waits for the completeness gate, and the snapshot the targets' fresh reports build wins.
+ */
 export class JournalKeeper {
-  constructor(readonly journal: PendingJournal | undefined, private readonly log: Log) {}
+  constructor(readonly journal: PendingJournal | undefined, private readonly log: Log, private readonly observer?: ExporterObserver) {}
+
+  /** Entries the journal could not read are skipped, each logged and counted. */
+  unreadable(problems: string[]): void {
+    for (const problem of problems) {
+      this.log('warn', 'skipped an unreadable pending export', { problem })
+      this.observer?.onJournalDropped?.('unreadable')
+    }
+  }
+
+  /** A journaled export at start: how many sinks owe it. It waits for the gate, unless a fresh snapshot already decided it. */
+  seed(inv: InventoryRuntime, entry: PendingExport): number {
+    inv.journaled = true
+    const sinks = entry.sinks.filter((key) => inv.sinks.has(key))
+    inv.resumed = { checksum: entry.snapshot.checksum, itemCount: entry.snapshot.itemCount, sinks }
+    if (inv.desired) {
+      // Reports reached this exporter before the journal was read (a takeover): they decide.
+      this.resolve(inv, inv.desired)
+      this.settle(inv)
+      return 0
+    }
+    this.log('info', 'a pending export from the journal waits for its targets to report', { inventory: refKey(inv.composition.inventory), checksum: entry.snapshot.checksum, sinks })
+    return sinks.length
+  }
+
+  /** The completeness gate passed and built `snapshot` from fresh reports: it is written, the journaled one only if it is the same. */
+  resolve(inv: InventoryRuntime, snapshot: Snapshot): void {
+    const resumed = inv.resumed
+    if (!resumed) return
+    inv.resumed = null
+    const fields = { inventory: refKey(inv.composition.inventory), journaled: resumed.checksum, checksum: snapshot.checksum }
+    if (resumed.checksum === snapshot.checksum) {
+      this.log('info', 'resuming a pending export from the journal', fields)
+      return
+    }
+    this.log('warn', 'dropped a pending export from the journal: the targets\' fresh reports supersede it', fields)
+    this.observer?.onJournalDropped?.('superseded')
+  }
 
   /** Resolves with why the entry could not be written (a full disk), else undefined: the caller says what is lost. */
   async save(inv: InventoryRuntime): Promise<Error | undefined> {

@@ -42,10 +42,15 @@ export interface InventoryRuntime {
   finalized: boolean
   /** The journal holds an export of this inventory that some sink still owes. */
   journaled: boolean
+  /**
+   * A journaled export restored at start, never written as it is: it waits for the completeness
+   * gate, and the snapshot the fresh reports build is what is written (see docs/design.md).
+   */
+  resumed: { checksum: string; itemCount: number; sinks: string[] } | null
 }
 
 export function newInventoryRuntime(composition: InventoryComposition): InventoryRuntime {
-  return { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false, journaled: false }
+  return { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false, journaled: false, resumed: null }
 }
 
 export function newSinkRuntime(ref: ObjectRef, poolKey: string, resolved: ResolvedSink | null): SinkRuntime {

@@ -1,3 +1,4 @@
+import { refKey } from '../api/canonical.js'
 import type { InventoryExportState, ObjectRef, SinkExportState } from '../api/types.js'
 import { driftMessage, driftSettings } from './drift.js'
 import type { InventoryRuntime, SinkRuntime } from './runtime.js'
@@ -55,7 +56,7 @@ function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[
   if (rt.confirmed && rt.drift && !rt.pending) return driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs)
   if (rt.confirmed && !rt.pending && inv.dueAt !== null) return 'a change waits for the debounce; checksum and itemCount are the last export\'s'
   if (rt.confirmed) return ''
-  if (rt.pending && inv.journaled) return 'resuming the export pending at the last shutdown'
+  if (inv.resumed?.sinks.includes(refKey(rt.ref))) return 'an export pending at the last shutdown waits for the targets to report; their fresh reports are what is written'
   if (missing.length > 0) return 'waiting for targets to report'
   return inv.composition.suspend ? 'suspended' : 'waiting for the first export'
 }

@@ -1,0 +1,99 @@
+// A journal entry is resumed only through the completeness gate, and only when the targets'
+// fresh reports build the same snapshot: a stale entry never overwrites what another exporter
+// wrote meanwhile (issue 25, scenario 4).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import type { ResolvedSink, Snapshot } from '../../../api/types.js'
+import { PendingJournal } from '../../../exporter/pending-journal.js'
+import { createMetrics } from '../../../server/metrics.js'
+import { SinkError, type Sink, type WriteResult } from '../../../sinks/sink.js'
+import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, settle, T1 } from './harness.js'
+
+async function journalDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'kollect-journal-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** One store of record that several exporters write to, as git, PostgreSQL or NATS is. */
+class SharedStore {
+  down = false
+  /** Checksums written, in order; the last is what the store holds. */
+  readonly written: string[] = []
+  get holds(): string | undefined {
+    return this.written[this.written.length - 1]
+  }
+
+  readonly createSink = async (_resolved: ResolvedSink | null): Promise<Sink> => ({
+    id: 'shared',
+    write: async (snapshot: Snapshot): Promise<WriteResult> => {
+      if (this.down) throw new SinkError('connection refused (test)', { retriable: true })
+      this.written.push(snapshot.checksum)
+      return { added: snapshot.itemCount, changed: 0, removed: 0 }
+    },
+    remove: async () => {},
+    healthcheck: async () => {},
+    close: async () => {},
+  })
+}
+
+test('journal: a restarted exporter never writes its stale journaled snapshot over a newer one another exporter wrote', LIMIT, async (t) => {
+  const store = new SharedStore()
+  const dirB = await journalDir(t)
+  const c3 = itemsOf(T1, 3)
+  const c4 = itemsOf(T1, 4)
+  const dropped: string[] = []
+
+  // B journals C3 while the store is down, and is killed.
+  const b = harness(t, { createSink: store.createSink, journal: new PendingJournal(dirB) })
+  store.down = true
+  await b.exporter.applyInventory(composition())
+  await b.exporter.reportTarget(report(T1, c3))
+  b.clock.advance(2_000)
+  const deadline = Date.now() + 2_000
+  while ((await new PendingJournal(dirB).load()).entries.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+  assert.equal((await new PendingJournal(dirB).load()).entries[0]?.snapshot.checksum, expected(c3).checksum, 'B journaled C3')
+  await b.exporter.close()
+
+  // A takes over and exports C4.
+  store.down = false
+  const a = harness(t, { createSink: store.createSink })
+  await a.exporter.applyInventory(composition())
+  await a.exporter.reportTarget(report(T1, c4))
+  a.clock.advance(2_000)
+  await eventually(() => store.holds === expected(c4).checksum, 'A exported C4')
+  await a.exporter.close()
+  const before = store.written.length
+
+  // B restarts on its data directory and is active before any target reported to it.
+  const b2 = harness(t, { createSink: store.createSink, journal: new PendingJournal(dirB), observer: { onJournalDropped: (r) => dropped.push(r) } })
+  assert.equal(await b2.exporter.restorePending(), 1, 'one sink owes the journaled export')
+  await settle()
+  b2.clock.advance(60_000)
+  await settle()
+  assert.equal(store.written.length, before, 'nothing is written before the targets report')
+  assert.equal(store.holds, expected(c4).checksum)
+  assert.match(b2.exporter.inventoryState(INV)?.sinks[0]?.message ?? '', /waits for the targets to report/)
+
+  // The targets report (C4): that is written, and C3 never.
+  await b2.exporter.applyInventory(composition())
+  await b2.exporter.reportTarget(report(T1, c4))
+  b2.clock.advance(2_000)
+  await eventually(() => b2.exporter.pendingCount() === 0 && store.written.length > before, 'the fresh export')
+  assert.deepEqual(store.written.slice(before), [expected(c4).checksum], 'only the fresh snapshot is written')
+  assert.deepEqual(dropped, ['superseded'])
+  assert.ok(b2.logs.some((l) => l.msg.startsWith('dropped a pending export from the journal') && l.fields?.['journaled'] === expected(c3).checksum), 'the drop is logged')
+  const files = async () => (await readdir(dirB)).filter((n) => n.endsWith('.json') && !n.startsWith('.'))
+  const until = Date.now() + 2_000
+  while ((await files()).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 5))
+  assert.deepEqual(await files(), [], 'the entry goes once the fresh export is confirmed')
+})
+
+test('journal: a dropped entry is counted by reason in the exporter metrics', async () => {
+  const metrics = createMetrics('exporter')
+  metrics.exporterObserver.onJournalDropped?.('superseded')
+  assert.match(await metrics.registry.metrics(), /^kollect_journal_entries_dropped_total\{reason="superseded"\} 1$/m)
+})
