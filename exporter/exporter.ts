@@ -49,7 +49,7 @@ export class Exporter implements ExporterClient {
       observer: options.observer,
       log,
       onFailing: (inv) => void this.journal.save(inv),
-      onConfirmed: (inv) => { if (inv.journaled) this.journal.settle(inv) },
+      onConfirmed: (inv) => this.journal.settle(inv),
       onStopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
     })
   }
@@ -167,8 +167,10 @@ export class Exporter implements ExporterClient {
     this.journal.unreadable(problems)
     let restored = 0
     for (const entry of entries) {
-      const inv = this.inventories.get(refKey(entry.composition.inventory)) ?? this.addInventory(entry.composition)
-      restored += this.journal.seed(inv, entry)
+      const { snapshot } = entry
+      const known = this.inventories.get(refKey(entry.composition.inventory))
+      if (!known) this.journal.keepConfirmed(entry)
+      if (snapshot) restored += this.journal.seed(known ?? this.addInventory(entry.composition), { ...entry, snapshot })
     }
     return restored
   }
@@ -234,6 +236,7 @@ export class Exporter implements ExporterClient {
     const inv = newInventoryRuntime(composition)
     this.inventories.set(refKey(composition.inventory), inv)
     reconcileSinks(inv, this.pool, this.writer)
+    this.journal.restoreConfirmed(inv)
     return inv
   }
 
@@ -249,7 +252,8 @@ export class Exporter implements ExporterClient {
     inv.desired = snapshot
     this.journal.resolve(inv, snapshot)
     for (const rt of inv.sinks.values()) {
-      if (rt.confirmed?.checksum === snapshot.checksum && !rt.pending) continue
+      // A confirmation restored from the journal may predate another exporter's write: it spares nothing.
+      if (rt.confirmed?.checksum === snapshot.checksum && !rt.confirmed.restored && !rt.pending) continue
       rt.pending = snapshot
       this.writer.drive(inv, rt)
     }

@@ -7,7 +7,8 @@ export interface SinkRuntime {
   poolKey: string
   resolved: ResolvedSink | null
   pending: Snapshot | null
-  confirmed: { checksum: string; itemCount: number; at: number } | null
+  /** restored: read from the journal at start, not confirmed since; the sink may hold something newer. */
+  confirmed: { checksum: string; itemCount: number; at: number; restored?: boolean } | null
   failing: string | null
   /** When the failing sink's next attempt starts at the latest. */
   retryAt: number | null

@@ -61,8 +61,9 @@ test('journal: a sink that starts failing is journaled at once; a new exporter r
   assert.equal(second.factory.sink('team-a/down').writes[0]?.checksum, expected(items).checksum)
   assert.ok(second.logs.some((l) => l.msg === 'resuming a pending export from the journal'), 'the same snapshot is resumed, not dropped')
   await eventually(() => second.exporter.pendingCount() === 0, 'nothing pending')
-  // The file goes once every sink confirmed.
-  assert.deepEqual(await readOnce(() => readdir(dir), (names) => names.length === 0), [])
+  // Once every sink confirmed the entry owes nothing; it keeps what each sink confirmed, for status after a restart.
+  const settledEntry = await readOnce(() => new PendingJournal(dir).load(), ({ entries }) => entries[0]?.sinks.length === 0)
+  assert.deepEqual(settledEntry.entries.map((e) => [e.sinks, e.snapshot, Object.keys(e.confirmed ?? {}).sort()]), [[[], undefined, ['team-a/down', 'team-a/healthy']]])
   await first.exporter.close()
 })
 
@@ -83,7 +84,7 @@ test('journal: savePending at shutdown keeps the newest snapshot a failing sink 
   const { entries, problems } = await journal.load()
   assert.deepEqual(problems, [])
   assert.equal(entries.length, 1)
-  assert.equal(entries[0]?.snapshot.checksum, expected(newer).checksum)
+  assert.equal(entries[0]?.snapshot?.checksum, expected(newer).checksum)
   assert.deepEqual(entries[0]?.sinks, ['team-a/primary'])
 })
 
@@ -118,8 +119,10 @@ test('journal: close waits for the journal update a confirmation queued, so noth
   sink.failNextWrites(1)
   await h.exporter.reportTarget(report(T1, itemsOf(T1, 2)))
   h.clock.advance(2_000)
-  // The failure journals the export; the retry's confirmation removes the entry without being awaited.
+  // The failure journals the export; the retry's confirmation updates the entry without being awaited.
   await eventually(() => sink.writes.length === 1, 'the retried write')
   await h.exporter.close()
-  assert.deepEqual((await readdir(dir)).filter(isJournal), [], 'the removal ended before close returned')
+  const { entries } = await new PendingJournal(dir).load()
+  assert.deepEqual(entries.map((e) => e.sinks), [[]], 'the update ended before close returned: the entry owes nothing')
+  assert.equal(entries[0]?.confirmed?.['team-a/primary']?.checksum, sink.lastWrite?.checksum)
 })
