@@ -169,7 +169,8 @@ export class Exporter implements ExporterClient {
     for (const entry of entries) {
       const { snapshot } = entry
       const known = this.inventories.get(refKey(entry.composition.inventory))
-      if (!known) this.journal.keepConfirmed(entry)
+      this.journal.keepConfirmed(entry)
+      if (known) this.journal.restoreConfirmed(known)
       if (snapshot) restored += this.journal.seed(known ?? this.addInventory(entry.composition), { ...entry, snapshot })
     }
     return restored

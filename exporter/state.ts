@@ -57,7 +57,7 @@ function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[
   if (awaitsReview(inv, rt)) return `awaiting review: ${rt.review?.url ?? ''}`
   if (rt.confirmed && rt.drift && !rt.pending) return driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs)
   if (inv.resumed?.sinks.includes(refKey(rt.ref))) return 'an export pending at the last shutdown waits for the targets to report; their fresh reports are what is written'
-  if (rt.confirmed?.restored) return 'confirmed before the exporter restarted; written again once every target has reported'
+  if (rt.confirmed?.restored) return 'confirmed before the exporter restarted or took over; written again once every target has reported'
   if (rt.confirmed && !rt.pending && inv.dueAt !== null) return 'a change waits for the debounce; checksum and itemCount are the last export\'s'
   if (rt.confirmed) return ''
   if (missing.length > 0) return 'waiting for targets to report'

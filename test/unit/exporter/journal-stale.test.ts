@@ -121,7 +121,7 @@ test('journal: after a restart, status shows the last export each sink confirmed
   assert.equal(restored.itemCount, 3)
   assert.equal(restored.lastExportTime, before?.lastExportTime)
   assert.deepEqual(restored.sinks.map((s) => [s.name, s.state, s.checksum, s.itemCount, s.lastExportTime, s.message]), before?.sinks.map((s) => [
-    s.name, 'Pending', s.checksum, s.itemCount, s.lastExportTime, 'confirmed before the exporter restarted; written again once every target has reported',
+    s.name, 'Pending', s.checksum, s.itemCount, s.lastExportTime, 'confirmed before the exporter restarted or took over; written again once every target has reported',
   ]))
   assert.deepEqual(second.exporter.inventoryState(INV), restored, 'status is deterministic')
 
@@ -130,4 +130,24 @@ test('journal: after a restart, status shows the last export each sink confirmed
   second.clock.advance(2_000)
   await eventually(() => second.exporter.pendingCount() === 0 && second.factory.created.length === 2 && second.factory.created.every((s) => s.writes.length === 1), 'every sink written again')
   assert.deepEqual(second.exporter.inventoryState(INV)?.sinks.map((s) => [s.state, s.message]), [['Synced', ''], ['Synced', '']])
+})
+
+test('journal: a standby that takes over shows the last export its journal recorded, for an inventory it already knew', LIMIT, async (t) => {
+  const dir = await journalDir(t)
+  const items = itemsOf(T1, 2)
+  const first = harness(t, { journal: new PendingJournal(dir) })
+  await first.exporter.applyInventory(composition())
+  await first.exporter.reportTarget(report(T1, items))
+  first.clock.advance(2_000)
+  await eventually(() => first.factory.sink('team-a/primary').writes.length === 1 && first.exporter.pendingCount() === 0, 'the export confirmed')
+  await first.exporter.close()
+
+  const standby = harness(t, { journal: new PendingJournal(dir), standby: true })
+  await standby.exporter.applyInventory(composition())
+  assert.equal(standby.exporter.inventoryState(INV)?.checksum, '', 'a standby reads no journal')
+  standby.exporter.setActive(true)
+  await standby.exporter.restorePending()
+  const state = standby.exporter.inventoryState(INV)
+  assert.deepEqual([state?.checksum, state?.itemCount, state?.sinks[0]?.state, state?.sinks[0]?.checksum], [expected(items).checksum, 2, 'Pending', expected(items).checksum])
+  assert.equal(standby.factory.created.flatMap((s) => s.attempts).length, 0, 'nothing written before the target reports')
 })
