@@ -44,7 +44,7 @@ export class Exporter implements ExporterClient {
     this.targets = new TargetStore(options.budget, options.observer, log)
     this.pool = new SinkPool(options.createSink, this.clock, options.checkGrant)
     this.schedule = new Schedule(this.clock, (inv) => this.exportNow(inv))
-    this.journal = new JournalKeeper(options.journal, log)
+    this.journal = new JournalKeeper(options.journal, log, options.observer)
     this.writer = new SinkWriter({
       clock: this.clock,
       backoff: options.backoff ?? DEFAULT_BACKOFF,
@@ -52,7 +52,7 @@ export class Exporter implements ExporterClient {
       observer: options.observer,
       log,
       onFailing: (inv) => void this.journal.save(inv),
-      onConfirmed: (inv) => { if (inv.journaled) this.journal.settle(inv) },
+      onConfirmed: (inv) => this.journal.settle(inv),
       onStopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
       mayWrite: () => this.fence.holds(),
     })
@@ -159,32 +159,24 @@ export class Exporter implements ExporterClient {
   }
 
   /**
-   * Resume the exports the journal says sinks still owe, before any target re-reports: each
-   * inventory comes back with its composition and snapshot, and only its owing sinks write.
-   * Call before the exporter takes requests; an inventory it already knows is left alone.
+   * Read the exports the journal says sinks still owe, before any target re-reports: each
+   * inventory comes back with its composition, and status says what it owes. Nothing is written
+   * until the completeness gate passes; then the fresh snapshot is written, and the journaled one
+   * is dropped when it differs (JournalKeeper). Resolves with the number of owing sinks.
    */
   async restorePending(): Promise<number> {
     const journal = this.journal.journal
     if (!journal || !this.active) return 0
     const { entries, problems } = await journal.load()
-    for (const problem of problems) this.log('warn', 'skipped an unreadable pending export', { problem })
+    this.journal.unreadable(problems)
     let restored = 0
     for (const entry of entries) {
-      const key = refKey(entry.composition.inventory)
-      if (this.inventories.has(key)) continue
-      const inv = this.addInventory(entry.composition)
-      inv.desired = entry.snapshot
-      inv.journaled = true
-      for (const sinkKey of entry.sinks) {
-        const rt = inv.sinks.get(sinkKey)
-        if (!rt) continue
-        rt.pending = entry.snapshot
-        this.writer.drive(inv, rt)
-        restored++
-      }
-      this.log('info', 'resuming a pending export from the journal', { inventory: key, checksum: entry.snapshot.checksum, sinks: entry.sinks })
+      const { snapshot } = entry
+      const known = this.inventories.get(refKey(entry.composition.inventory))
+      this.journal.keepConfirmed(entry)
+      if (known) this.journal.restoreConfirmed(known)
+      if (snapshot) restored += this.journal.seed(known ?? this.addInventory(entry.composition), { ...entry, snapshot })
     }
-    this.options.observer?.onPendingChange?.(this.pendingCount())
     return restored
   }
 
@@ -256,6 +248,7 @@ export class Exporter implements ExporterClient {
     const inv = newInventoryRuntime(composition)
     this.inventories.set(refKey(composition.inventory), inv)
     reconcileSinks(inv, this.pool, this.writer)
+    this.journal.restoreConfirmed(inv)
     return inv
   }
 
@@ -269,8 +262,10 @@ export class Exporter implements ExporterClient {
     for (const t of inv.composition.targets) for (const item of this.targets.items(t)) items.push(item)
     const snapshot = buildSnapshot(inv.composition.inventory, this.options.cluster, items)
     inv.desired = snapshot
+    this.journal.resolve(inv, snapshot)
     for (const rt of inv.sinks.values()) {
-      if (rt.confirmed?.checksum === snapshot.checksum && !rt.pending) continue
+      // A confirmation restored from the journal may predate another exporter's write: it spares nothing.
+      if (rt.confirmed?.checksum === snapshot.checksum && !rt.confirmed.restored && !rt.pending) continue
       rt.pending = snapshot
       this.writer.drive(inv, rt)
     }

@@ -77,7 +77,11 @@ export interface ExporterObserver {
   /** The bytes of items held for a namespace's targets, and in total, after they changed. */
   onHeldChange?(namespace: string, namespaceBytes: number, totalBytes: number): void
   onReportRefused?(target: ObjectRef, limit: BudgetLimit): void
+  /** A journal entry was not resumed: the targets' fresh reports built another snapshot, or it could not be read. */
+  onJournalDropped?(reason: JournalDropReason): void
 }
+
+export type JournalDropReason = 'superseded' | 'unreadable'
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 

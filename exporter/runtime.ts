@@ -7,7 +7,8 @@ export interface SinkRuntime {
   poolKey: string
   resolved: ResolvedSink | null
   pending: Snapshot | null
-  confirmed: { checksum: string; itemCount: number; at: number } | null
+  /** restored: read from the journal at start, not confirmed since; the sink may hold something newer. */
+  confirmed: { checksum: string; itemCount: number; at: number; restored?: boolean } | null
   failing: string | null
   /** When the failing sink's next attempt starts at the latest. */
   retryAt: number | null
@@ -50,10 +51,15 @@ export interface InventoryRuntime {
   finalized: boolean
   /** The journal holds an export of this inventory that some sink still owes. */
   journaled: boolean
+  /**
+   * A journaled export restored at start, never written as it is: it waits for the completeness
+   * gate, and the snapshot the fresh reports build is what is written (see docs/design.md).
+   */
+  resumed: { checksum: string; itemCount: number; sinks: string[] } | null
 }
 
 export function newInventoryRuntime(composition: InventoryComposition): InventoryRuntime {
-  return { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false, journaled: false }
+  return { composition, sinks: new Map(), desired: null, firstPendingAt: null, lastChangeAt: 0, timer: null, dueAt: null, finalizing: null, finalized: false, journaled: false, resumed: null }
 }
 
 export function newSinkRuntime(ref: ObjectRef, poolKey: string, resolved: ResolvedSink | null): SinkRuntime {

@@ -1,3 +1,4 @@
+import { refKey } from '../api/canonical.js'
 import type { InventoryExportState, ObjectRef, SinkExportState } from '../api/types.js'
 import { driftMessage, driftSettings } from './drift.js'
 import type { InventoryRuntime, SinkRuntime } from './runtime.js'
@@ -14,7 +15,7 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
         name: rt.ref.name,
         state: rt.failing ? 'Failing'
           : awaitsReview(inv, rt) ? 'AwaitingReview'
-          : rt.pending || !rt.confirmed || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending'
+          : rt.pending || !rt.confirmed || rt.confirmed.restored || (inv.desired && rt.confirmed.checksum !== inv.desired.checksum) ? 'Pending'
           // The record could not be read: neither in step nor drifted is known.
           : rt.verifyFailing ? 'Unverified'
           : rt.drift ? 'Drifted'
@@ -30,11 +31,13 @@ export function exportState(inv: InventoryRuntime, missing: ObjectRef[], now: nu
     })
     .sort((a, b) => compareRefs(a, b))
   const times = sinks.map((s) => s.lastExportTime).filter((t): t is string => !!t).sort()
+  // Before the first export since start, the newest export a sink confirmed (restored from the journal).
+  const shown = inv.desired ?? newestConfirmed(inv)
   const state: InventoryExportState = {
     complete: missing.length === 0,
     missingTargets: missing,
-    itemCount: inv.desired?.itemCount ?? 0,
-    checksum: inv.desired?.checksum ?? '',
+    itemCount: shown?.itemCount ?? 0,
+    checksum: shown?.checksum ?? '',
     sinks,
   }
   const last = times[times.length - 1]
@@ -57,11 +60,19 @@ function sinkMessage(inv: InventoryRuntime, rt: SinkRuntime, missing: ObjectRef[
   if (awaitsReview(inv, rt)) return `awaiting review: ${rt.review?.url ?? ''}`
   if (rt.confirmed && rt.verifyFailing && !rt.pending) return rt.verifyFailing
   if (rt.confirmed && rt.drift && !rt.pending) return driftMessage(rt.drift, driftSettings(rt.resolved).intervalMs)
+  if (inv.resumed?.sinks.includes(refKey(rt.ref))) return 'an export pending at the last shutdown waits for the targets to report; their fresh reports are what is written'
+  if (rt.confirmed?.restored) return 'confirmed before the exporter restarted or took over; written again once every target has reported'
   if (rt.confirmed && !rt.pending && inv.dueAt !== null) return 'a change waits for the debounce; checksum and itemCount are the last export\'s'
   if (rt.confirmed) return ''
-  if (rt.pending && inv.journaled) return 'resuming the export pending at the last shutdown'
   if (missing.length > 0) return 'waiting for targets to report'
   return inv.composition.suspend ? 'suspended' : 'waiting for the first export'
+}
+
+/** The newest confirmation of any sink; the first sink in composition order on a tie, so status is deterministic. */
+function newestConfirmed(inv: InventoryRuntime): { checksum: string; itemCount: number } | null {
+  let newest: { checksum: string; itemCount: number; at: number } | null = null
+  for (const rt of inv.sinks.values()) if (rt.confirmed && (!newest || rt.confirmed.at > newest.at)) newest = rt.confirmed
+  return newest
 }
 
 /** The latest snapshot is proposed in an open request; a poll of it may be running. */

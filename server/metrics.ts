@@ -63,6 +63,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
   const budget = new Gauge({ name: 'kollect_item_budget_bytes', help: 'The item budget (scope exporter) and the share of one namespace (scope namespace), in bytes.', labelNames: ['scope'] as const, registers: [exporter] })
   const leader = new Gauge({ name: 'kollect_exporter_leader', help: '1 when this exporter writes to sinks (it holds the Lease, or leader election is off), 0 for a standby.', registers: [exporter] })
   const refused = new Counter({ name: 'kollect_reports_refused_total', help: 'Target reports the exporter refused, by target (namespace/name) and the limit they would break (namespace|exporter).', labelNames: ['target', 'limit'] as const, registers: [exporter] })
+  const journalDropped = new Counter({ name: 'kollect_journal_entries_dropped_total', help: 'Pending-journal entries not resumed at start, by reason: superseded (the targets\' fresh reports built another snapshot, which is written instead) or unreadable.', labelNames: ['reason'] as const, registers: [exporter] })
   const merged = Registry.merge([registry, ...(role === 'exporter' ? [] : [hooks]), ...(role === 'hooks' ? [] : [exporter])])
   const sinkLabel = (s: { namespace: string; name: string }) => (s.namespace ? `${s.namespace}/${s.name}` : s.name)
   return {
@@ -95,6 +96,9 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
       },
       onReportRefused(target, limit) {
         refused.inc({ target: `${target.namespace}/${target.name}`, limit })
+      },
+      onJournalDropped(reason) {
+        journalDropped.inc({ reason })
       },
     },
     setItemBudget(bytes) {

@@ -39,15 +39,20 @@ async function debounced(t: Later, graceMs: number): Promise<{ held: Awaited<Ret
   const held = await heldRemote(t)
   const k = await startKollectProcess({ KOLLECT_LOG_LEVEL: 'info', KOLLECT_SHUTDOWN_GRACE_MS: String(graceMs) })
   t.after(() => k.close())
-  const sink: KubeObject = { ...meta('KollectSink', 'team-a', 'repo'), spec: { type: 'git', cluster: 'lab', git: { url: held.remote } } }
-  const target = await send(k.url, ROUTES.targetSync, { body: JSON.stringify(goodTargetSync()) })
-  assert.equal(target.status, 200, target.text)
-  const inventory = await send(k.url, ROUTES.inventorySync, {
-    body: JSON.stringify(inventorySync({ spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ name: 'repo' }], debounce: '30s', maxWait: '60s' }, sinks: [sink] })),
-  })
-  assert.equal(inventory.status, 200, inventory.text)
+  await resync(k.url, held.remote, '30s')
   held.arm()
   return { held, k, pid: k.proc.child.pid as number }
+}
+
+/** What Metacontroller sends a (re)started process: the target's report and the inventory, exported to `remote`. */
+async function resync(url: string, remote: string, debounce: string): Promise<void> {
+  const sink: KubeObject = { ...meta('KollectSink', 'team-a', 'repo'), spec: { type: 'git', cluster: 'lab', git: { url: remote } } }
+  const target = await send(url, ROUTES.targetSync, { body: JSON.stringify(goodTargetSync()) })
+  assert.equal(target.status, 200, target.text)
+  const inventory = await send(url, ROUTES.inventorySync, {
+    body: JSON.stringify(inventorySync({ spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ name: 'repo' }], debounce, maxWait: '60s' }, sinks: [sink] })),
+  })
+  assert.equal(inventory.status, 200, inventory.text)
 }
 
 async function drainsThrough(test: TestContext, first: NodeJS.Signals, second: NodeJS.Signals): Promise<void> {
@@ -80,12 +85,18 @@ describe('shutdown: any number of signals drains once', () => {
     const data = path.join(k.dataDir, 'data')
     const journal = () => readdirSync(path.join(data, 'pending')).filter((n) => n.endsWith('.json') && !n.startsWith('.'))
     const entries = journal()
+    const owingOf = (name: string | undefined) => (JSON.parse(readFileSync(path.join(data, 'pending', name as string), 'utf8')) as { sinks: string[] }).sinks
     assert.equal(entries.length, 1, entries.join(', '))
-    assert.deepEqual((JSON.parse(readFileSync(path.join(data, 'pending', entries[0] as string), 'utf8')) as { sinks: string[] }).sinks, ['team-a/repo'])
+    assert.deepEqual(owingOf(entries[0]), ['team-a/repo'])
 
     const next = await startKollectProcess({ KOLLECT_LOG_LEVEL: 'info', KOLLECT_DATA_DIR: data })
     t.after(() => next.close())
-    await pollUntil('the resumed export confirmed', async () => journal().length === 0, { timeoutMs: 30_000, proc: next.proc })
+    // The entry waits for the completeness gate (issue 25, scenario 4): the targets' resync, here sent at once.
+    await pollUntil('the entry read at start', async () => next.proc.logTail(200).includes('waits for its targets to report'), { timeoutMs: 30_000, proc: next.proc })
+    assert.deepEqual(owingOf(entries[0]), ['team-a/repo'], 'nothing is confirmed before the target reports')
+    await resync(next.url, held.remote, '1s')
+    // Confirmed, the entry owes nothing and keeps the confirmation for status after a restart.
+    await pollUntil('the resumed export confirmed', async () => owingOf(entries[0]).length === 0, { timeoutMs: 30_000, proc: next.proc })
     assert.match(next.proc.logTail(200), /resuming a pending export from the journal/)
     const files = (await git(held.remote, 'ls-tree', '-r', '--name-only', 'main')).split('\n')
     assert.ok(files.some((f) => f.includes('prod-inventory')), `the export is on the remote: ${files.join(', ')}`)

@@ -6,7 +6,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { PendingJournal } from '../../../exporter/pending-journal.js'
-import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, T1 } from './harness.js'
+import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, settle, T1 } from './harness.js'
 
 async function journalDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'kollect-journal-'))
@@ -30,7 +30,7 @@ async function readOnce<T>(read: () => Promise<T>, done: (value: T) => boolean):
 
 const SINKS = [resolvedSink('healthy'), resolvedSink('down')]
 
-test('journal: a sink that starts failing is journaled at once; a new exporter resumes it alone, before any report', LIMIT, async (t) => {
+test('journal: a sink that starts failing is journaled at once; a new exporter resumes it once its targets report the same items', LIMIT, async (t) => {
   const dir = await journalDir(t)
   const first = harness(t, { journal: new PendingJournal(dir) })
   await first.exporter.applyInventory(composition({ sinks: SINKS }))
@@ -51,13 +51,19 @@ test('journal: a sink that starts failing is journaled at once; a new exporter r
   const second = harness(t, { journal: new PendingJournal(dir) })
   assert.equal(await second.exporter.restorePending(), 1, 'one sink owes the export')
   const resumed = second.exporter.inventoryState(INV)
-  assert.equal(resumed?.sinks.find((s) => s.name === 'down')?.message, 'resuming the export pending at the last shutdown')
-  await eventually(() => second.factory.all('team-a/down').some((s) => s.writes.length === 1), 'the owed export, with no target report')
+  assert.match(resumed?.sinks.find((s) => s.name === 'down')?.message ?? '', /^an export pending at the last shutdown waits for the targets to report/)
+  // Another exporter may have written since: nothing goes out before the completeness gate.
+  await settle()
+  assert.equal(second.factory.created.flatMap((s) => s.attempts).length, 0, 'nothing is written before the targets report')
+  await second.exporter.reportTarget(report(T1, items))
+  second.clock.advance(2_000)
+  await eventually(() => second.factory.all('team-a/down').some((s) => s.writes.length === 1), 'the owed export, once the target reported')
   assert.equal(second.factory.sink('team-a/down').writes[0]?.checksum, expected(items).checksum)
-  assert.equal(second.factory.all('team-a/healthy').flatMap((s) => s.attempts).length, 0, 'a sink that confirmed is not written again')
+  assert.ok(second.logs.some((l) => l.msg === 'resuming a pending export from the journal'), 'the same snapshot is resumed, not dropped')
   await eventually(() => second.exporter.pendingCount() === 0, 'nothing pending')
-  // The file goes once every sink confirmed.
-  assert.deepEqual(await readOnce(() => readdir(dir), (names) => names.length === 0), [])
+  // Once every sink confirmed the entry owes nothing; it keeps what each sink confirmed, for status after a restart.
+  const settledEntry = await readOnce(() => new PendingJournal(dir).load(), ({ entries }) => entries[0]?.sinks.length === 0)
+  assert.deepEqual(settledEntry.entries.map((e) => [e.sinks, e.snapshot, Object.keys(e.confirmed ?? {}).sort()]), [[[], undefined, ['team-a/down', 'team-a/healthy']]])
   await first.exporter.close()
 })
 
@@ -78,7 +84,7 @@ test('journal: savePending at shutdown keeps the newest snapshot a failing sink 
   const { entries, problems } = await journal.load()
   assert.deepEqual(problems, [])
   assert.equal(entries.length, 1)
-  assert.equal(entries[0]?.snapshot.checksum, expected(newer).checksum)
+  assert.equal(entries[0]?.snapshot?.checksum, expected(newer).checksum)
   assert.deepEqual(entries[0]?.sinks, ['team-a/primary'])
 })
 
@@ -113,8 +119,10 @@ test('journal: close waits for the journal update a confirmation queued, so noth
   sink.failNextWrites(1)
   await h.exporter.reportTarget(report(T1, itemsOf(T1, 2)))
   h.clock.advance(2_000)
-  // The failure journals the export; the retry's confirmation removes the entry without being awaited.
+  // The failure journals the export; the retry's confirmation updates the entry without being awaited.
   await eventually(() => sink.writes.length === 1, 'the retried write')
   await h.exporter.close()
-  assert.deepEqual((await readdir(dir)).filter(isJournal), [], 'the removal ended before close returned')
+  const { entries } = await new PendingJournal(dir).load()
+  assert.deepEqual(entries.map((e) => e.sinks), [[]], 'the update ended before close returned: the entry owes nothing')
+  assert.equal(entries[0]?.confirmed?.['team-a/primary']?.checksum, sink.lastWrite?.checksum)
 })
