@@ -149,7 +149,7 @@ export class SinkWriter {
       return // the next write reports why the sink cannot be built
     }
     if (!sink.verify) {
-      rt.verified = true // file and s3 have no verify: nothing to compare (see docs/design.md, drift checks)
+      rt.verified = true // file has no verify: nothing to compare (see docs/design.md, drift checks)
       return
     }
     try {
