@@ -186,13 +186,29 @@ export async function benchS3Exporter(count = 10_000): Promise<boolean> {
     const sinks = [s3Sink('doc', 'document'), s3Sink('items', 'perResource')]
     const run = benchRun(path.join(root, 'data'), sinks, async () => s3.credentials)
     const written = (from: number, dir: string) => proxy.puts(`doc/bench/team-a/bench/${dir}`, from).length + proxy.puts(`items/bench/team-a/bench/${dir}`, from).length
-    const { initialMs, incrementalMs: changeMs, initial: first, change: second } = await initialThenChange(run, count, () => {
+    const { items, initialMs, incrementalMs: changeMs, initial: first, change: second } = await initialThenChange(run, count, () => {
       const [mark, from] = [proxy.requests.length, run.events.length]
       return async () => ({ sinks: run.perSink(from), items: written(mark, 'items/'), docs: written(mark, 'snapshots/'), pointers: written(mark, 'latest.json') })
     })
     const [initial, initialItems, initialDocs] = [first.sinks, first.items, first.docs]
     const [change, changeItems, changeDocs, changePointers] = [second.sinks, second.items, second.docs, second.pointers]
     await run.exporter.close()
+
+    // A drift check that finds the bucket in step, per layout, over the initial export of that sink.
+    const checkers = createSinkFactory({ dataDir: path.join(root, 'check'), credentials: async () => s3.credentials, checkEndpoint: async () => null })
+    const exported = buildSnapshot(INVENTORY, 'bench', items)
+    const driftMs: Record<string, number> = {}
+    let driftInStep = true
+    for (const s of sinks) {
+      const sink = await checkers(s)
+      try {
+        driftMs[s.name] = await timeMsAsync(async () => {
+          driftInStep &&= (await sink.verify?.(exported, 'report'))?.differences === 0
+        })
+      } finally {
+        await sink.close()
+      }
+    }
 
     const ratio = (name: string) => (change[name] ?? Infinity) / (initial[name] ?? 1)
     return report(`exporter: ${count}-item inventory to s3 (versitygw), document and perResource layouts`, [
@@ -205,7 +221,10 @@ export async function benchS3Exporter(count = 10_000): Promise<boolean> {
       ['  latest.json pointers written (both)', changePointers],
       ['ratio incremental / initial: document', ratio('doc').toFixed(3)],
       ['ratio incremental / initial: perResource', ratio('items').toFixed(3)],
+      ['drift check in step: document / perResource', `${(driftMs['doc'] ?? 0).toFixed(0)} ms / ${(driftMs['items'] ?? 0).toFixed(0)} ms`],
+      ['  over the initial export of that sink', ['doc', 'items'].map((n) => ((driftMs[n] ?? 0) / (initial[n] ?? 1)).toFixed(3)).join(' / ')],
     ], [
+      ['drift checks find the exported bucket in step', driftInStep],
       ['one item object (perResource), one document, a pointer each', changeItems === 1 && changeDocs === 1 && changePointers === 2],
       ['perResource ratio <= 0.1', ratio('items') <= 0.1],
     ])

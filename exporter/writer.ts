@@ -162,7 +162,7 @@ export class SinkWriter {
     try {
       const sink = await this.ctx.pool.sinkFor(rt.poolKey, rt.resolved)
       if (!sink.verify) {
-        rt.verified = true // file and s3 have no verify: nothing to compare (see docs/design.md, drift checks)
+        rt.verified = true // file has no verify: nothing to compare (see docs/design.md, drift checks)
         this.checked(rt)
         return
       }

@@ -26,6 +26,10 @@ export interface S3Settings {
   requestTimeoutMillis: number
   /** Pointer updates lost to another writer before an export gives up (retriable). */
   maxPointerAttempts: number
+  /** perResource: another writer's mark this much older than now is a dead writer's (see intents.ts). */
+  staleWriterMillis: number
+  /** perResource: item objects written between two refreshes of the writer's mark. */
+  markEvery: number
 }
 
 // S3's bucket naming rules; GCS accepts a subset of these plus dotted names up to 222 characters.
@@ -101,6 +105,8 @@ export function s3Settings(opts: SinkOptions): S3Settings {
     connectTimeoutMillis: 5000,
     requestTimeoutMillis: 30_000,
     maxPointerAttempts: 5,
+    staleWriterMillis: 5 * 60_000,
+    markEvery: 500,
   }
 }
 

@@ -89,7 +89,8 @@ export function pointerFor(snapshot: Snapshot, layout: S3Layout, previous: Point
     cluster: snapshot.cluster,
     inventory: snapshot.inventory,
     checksum: snapshot.checksum,
-    previousChecksum: previous?.checksum ?? null,
+    // A rewrite of the same snapshot (a repair) keeps the history the pointer tells.
+    previousChecksum: previous?.checksum === snapshot.checksum ? previous.previousChecksum : previous?.checksum ?? null,
     itemCount: snapshot.itemCount,
     layout,
     ...(documentKey ? { snapshot: documentKey } : {}),

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { diffItems, type HeldItem } from '../diff.js'
 import { heldFromItems, parseSnapshotItems, renderSnapshot } from '../document.js'
@@ -5,7 +6,7 @@ import { configError, during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
-import { emptyResult, SinkError, type Sink, type WriteResult } from '../sink.js'
+import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { s3Settings, type S3Settings } from './config.js'
 import {
   encodePointer,
@@ -21,6 +22,7 @@ import {
   snapshotsDir,
   type Pointer,
 } from './encode.js'
+import { classifyMarks, documentObjectDrift, encodeMark, inStep, markKey, marksDir, objectDrift, type Marks } from './marks.js'
 import { isRetriable, PointerMoved, S3Service, type PointerCondition } from './service.js'
 
 export { s3Settings } from './config.js'
@@ -42,8 +44,11 @@ interface Held {
  * or If-None-Match: * when there is none): a second writer that moved it makes this export start
  * over from what that writer left, so nothing is overwritten unread. The state is cached per
  * inventory and checked with a conditional GET (304) before each export; any failure drops it.
+ * perResource trusts that cache only while no writer's mark says objects may have been written
+ * behind it (marks.ts); a cold start compares every object with the snapshot before it trusts the pointer.
+ * `writer` names this writer in its marks: the host name, which a restarted container keeps.
  */
-export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Date()): Sink {
+export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Date(), writer: string = hostname()): Sink {
   const settings = s3Settings(opts)
   const service = new S3Service(settings)
   const cache = new Map<string, Held>()
@@ -63,6 +68,10 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
     async write(snapshot) {
       const prefix = prefixOf(snapshot.inventory, snapshot.cluster)
       return queue.run(() => guarded('write', () => write(snapshot, prefix), () => cache.delete(prefix)), prefix)
+    },
+    async verify(snapshot, mode) {
+      const prefix = prefixOf(snapshot.inventory, snapshot.cluster)
+      return queue.run(() => guarded(`drift check (${mode})`, () => verify(snapshot, prefix, mode), () => cache.delete(prefix)), prefix)
     },
     async remove(inventory, cluster) {
       const prefix = prefixOf(inventory, cluster)
@@ -85,18 +94,25 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
     return { etag: read.etag, pointer: parsePointer(read.text) }
   }
 
-  async function write(snapshot: Snapshot, prefix: string): Promise<WriteResult> {
+  /**
+   * `trusted` false (a repair): write even when the pointer names the snapshot already. perResource
+   * never trusts the pointer alone: without a cache this sink wrote, or behind a stale mark, the
+   * plan comes from listing the objects, so a crashed or dead writer's objects are put back.
+   */
+  async function write(snapshot: Snapshot, prefix: string, trusted = true): Promise<WriteResult> {
     // Kept across attempts: a retry after losing the pointer race reuses the document it wrote.
     let documentKey: string | undefined
     for (let attempt = 1; attempt <= settings.maxPointerAttempts; attempt++) {
       const held = await current(prefix)
-      if (held?.pointer?.checksum === snapshot.checksum && held.pointer.layout === settings.layout) {
-        cache.set(prefix, held)
-        return emptyResult()
-      }
+      const same = inStep(held?.pointer, snapshot, settings.layout)
       let next: Pick<Held, 'items' | 'keys'>
       let result: WriteResult
+      let marks: Marks | undefined
       if (settings.layout === 'document') {
+        if (same && trusted) {
+          cache.set(prefix, held!)
+          return emptyResult()
+        }
         const diff = diffItems(held?.items ?? (await documentItems(held)), snapshot.items)
         documentKey ??= snapshotKey(prefix, clock(), snapshot.checksum)
         const key = documentKey
@@ -104,10 +120,21 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
         next = { items: diff.next }
         result = resultOf(diff)
       } else {
-        const plan = held?.items && held.keys
-          ? planFromDiff(prefix, snapshot, { items: held.items, keys: held.keys }, diffItems(held.items, snapshot.items))
+        marks = await otherWriters(prefix)
+        const warm = trusted && marks.stale.length === 0 && held?.items && held.keys ? { items: held.items, keys: held.keys } : undefined
+        if (same && warm) {
+          cache.set(prefix, held!)
+          return emptyResult()
+        }
+        const plan = warm
+          ? planFromDiff(prefix, snapshot, warm, diffItems(warm.items, snapshot.items))
           : planFromListing(prefix, snapshot, await during('listing item objects', () => service.list(`${itemsDir(prefix)}/`)))
-        await during(`writing item objects (${plan.put.size})`, () => service.putObjects(plan.put))
+        if (same && plan.put.size === 0 && plan.delete.length === 0) {
+          cache.set(prefix, { ...held!, ...plan.held })
+          await during('deleting writers\' marks', () => service.deleteObjects(marks!.stale))
+          return emptyResult()
+        }
+        await writeObjects(prefix, snapshot, plan.put)
         await during(`deleting removed item objects (${plan.delete.length})`, () => service.deleteObjects(plan.delete))
         next = plan.held
         result = plan.result
@@ -127,12 +154,68 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
       }
       cache.set(prefix, { etag, pointer, ...next })
       if (documentKey !== undefined) await expire(prefix, documentKey)
+      if (marks) await settle(prefix, marks)
       return result
     }
     throw new SinkError(
       `s3 sink ${opts.id}: the latest pointer of ${prefix} was changed by another writer ${settings.maxPointerAttempts} times in a row`,
       { retriable: true },
     )
+  }
+
+  /** perResource: the marks of other writers; a fresh one is a writer still at work, so this export waits. */
+  async function otherWriters(prefix: string): Promise<Marks> {
+    const listed = await during('listing writers\' marks', () => service.listModified(marksDir(prefix)))
+    const marks = classifyMarks(listed, markKey(prefix, writer), clock(), settings.staleWriterMillis)
+    const [busy] = marks.fresh
+    if (busy !== undefined) {
+      cache.delete(prefix)
+      throw new SinkError(
+        `s3 sink ${opts.id}: another writer has been writing item objects of ${prefix} (its mark ${busy.key} was written at ${busy.at.toISOString()}); ` +
+          `waiting until it finishes, or until its mark is ${Math.round(settings.staleWriterMillis / 60_000)} min old, to compare every object`,
+        { retriable: true },
+      )
+    }
+    return marks
+  }
+
+  /** The mark goes first and is refreshed as objects go out, so a live writer's mark never turns stale. */
+  async function writeObjects(prefix: string, snapshot: Snapshot, put: ReadonlyMap<string, string>): Promise<void> {
+    const entries = [...put]
+    const key = markKey(prefix, writer)
+    for (let from = 0; from === 0 || from < entries.length; from += settings.markEvery) {
+      await during('marking the item objects as being written', () => service.putObject(key, encodeMark(writer, snapshot, from)))
+      const chunk = new Map(entries.slice(from, from + settings.markEvery))
+      await during(`writing item objects (${chunk.size} of ${put.size})`, () => service.putObjects(chunk))
+    }
+  }
+
+  /**
+   * After the pointer landed: this writer's mark and the stale ones it compared against go. A
+   * writer that started meanwhile may have written behind this export: not done until it is checked.
+   */
+  async function settle(prefix: string, marks: Marks): Promise<void> {
+    await during('deleting writers\' marks', () => service.deleteObjects([markKey(prefix, writer), ...marks.stale]))
+    await otherWriters(prefix)
+  }
+
+  /** Reads the store, never the cache; a repair writes the snapshot back whatever the pointer says. */
+  async function verify(snapshot: Snapshot, prefix: string, mode: DriftMode): Promise<DriftResult> {
+    cache.delete(prefix)
+    const read = await during('reading the latest pointer', () => service.readPointer(pointerKey(prefix), undefined))
+    const pointer = read.state === 'found' ? parsePointer(read.text) : undefined
+    let drift: DriftResult
+    if (settings.layout === 'document') {
+      const key = pointer?.layout === 'document' ? pointer.snapshot : undefined
+      const text = key === undefined ? undefined : await during('reading the current snapshot document', () => service.getText(key))
+      drift = documentObjectDrift(prefix, snapshot, renderSnapshot(snapshot), pointer, text)
+    } else {
+      const listed = await during('listing item objects', () => service.list(`${itemsDir(prefix)}/`))
+      drift = objectDrift(prefix, snapshot, listed, pointer)
+    }
+    if (mode === 'report' || drift.differences === 0) return drift
+    await write(snapshot, prefix, false)
+    return { ...drift, repaired: true }
   }
 
   /** document layout, cold: the items of the document the pointer names, for the counts. */

@@ -164,7 +164,16 @@ export class S3Service {
 
   /** Every object under `prefix` (which ends in "/"), key → ETag. */
   async list(prefix: string): Promise<Map<string, string>> {
-    const out = new Map<string, string>()
+    return new Map((await this.listing(prefix)).map((o) => [o.key, o.etag]))
+  }
+
+  /** Every object under `prefix` (which ends in "/"), key → when the server last wrote it. */
+  async listModified(prefix: string): Promise<Map<string, Date>> {
+    return new Map((await this.listing(prefix)).map((o) => [o.key, o.modified]))
+  }
+
+  private async listing(prefix: string): Promise<{ key: string; etag: string; modified: Date }[]> {
+    const out: { key: string; etag: string; modified: Date }[] = []
     let token: string | undefined
     do {
       let page
@@ -173,7 +182,7 @@ export class S3Service {
       } catch (err) {
         throw new S3RequestError(`LIST ${prefix}`, err)
       }
-      for (const o of page.Contents ?? []) if (o.Key) out.set(o.Key, o.ETag ?? '')
+      for (const o of page.Contents ?? []) if (o.Key) out.push({ key: o.Key, etag: o.ETag ?? '', modified: o.LastModified ?? new Date(0) })
       token = page.IsTruncated ? page.NextContinuationToken : undefined
     } while (token)
     return out
