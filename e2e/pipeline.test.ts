@@ -150,7 +150,7 @@ test('an exporter restart before a target re-reports deletes nothing and writes 
   assert.equal(await pgCount('SELECT count(*) AS n FROM kollect_items_snapshots'), snapshots)
 })
 
-test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next start writes the owed export before any target re-reports', async () => {
+test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next start writes the owed export once the targets re-report, never before', async () => {
   const commits = await exportCommits()
   const events = (await streamSubjects()).length
   const lastSnapshotId = await pgCount('SELECT coalesce(max(id), 0) AS n FROM kollect_items_snapshots')
@@ -171,27 +171,36 @@ test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next
     assert.equal(exit, 'exit 0', `shutdown with a failing sink is clean, not the hard deadline\n${pod.exporter.logTail()}`)
     assert.ok(tookMs >= SHUTDOWN_GRACE_MS - 500 && tookMs < SHUTDOWN_GRACE_MS + 5_000, `shutdown waited the grace period for the failing sink, then stopped: ${tookMs} ms`)
     assert.match(pod.exporter.logTail(5), /exports still pending at shutdown were saved/)
-    const { readdirSync } = await import('node:fs')
+    const { readdirSync, readFileSync } = await import('node:fs')
     assert.equal(readdirSync(path.join(pod.dataDir, 'pending')).length, 1, 'one inventory owes an export')
 
     await pg.start()
     down = false
     await pod.startExporter()
-    // No target sync: the exporter learned of the owed export from its journal alone.
+    // The journal says which sinks owe an export, but another exporter may have written a newer
+    // one meanwhile (issue 25, scenario 4): nothing is written before the completeness gate.
+    const waiting = (await pod.hook('/hooks/inventories/sync', inventorySync())).status ?? {}
+    assert.equal(waiting.conditions?.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets', 'the owed export waits for every target')
+    await new Promise((r) => setTimeout(r, 1500)) // well past debounce (300ms)
+    assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items_snapshots WHERE id > ${lastSnapshotId}`), 0, 'nothing written from the journal alone')
+    assert.match(pod.exporter.logTail(40), /a pending export from the journal waits for its targets to report/)
+
+    // The target re-reports the same objects: the fresh snapshot is the journaled one, and only
+    // the sink that owed it is written.
+    await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
     await pollUntil('the owed snapshot in PostgreSQL', async () =>
       (await pgCount(`SELECT count(*) AS n FROM kollect_items_snapshots WHERE id > ${lastSnapshotId}`)) > 0, { timeoutMs: 30_000, proc: pod.exporter })
       .catch((err: Error) => { throw new Error(`${err.message}\n${pod.exporter.logTail()}`) })
     // This checksum was also the first test's export: only the rows written since count.
     assert.equal(await pgCount(`SELECT count(*) AS n FROM kollect_items_snapshots WHERE id > ${lastSnapshotId} AND checksum = '${checksum}'`), 1, 'exactly the owed snapshot')
     assert.match(pod.exporter.logTail(40), /resuming a pending export from the journal/)
-    await pollUntil('the journal entry removed once the export is confirmed', async () => readdirSync(path.join(pod.dataDir, 'pending')).length === 0, { timeoutMs: 5_000, proc: pod.exporter })
-    assert.equal((await exportCommits()).length, commits.length + 1, 'git, which had the export, is not written again')
-    assert.equal((await streamSubjects()).length, events + 2, 'NATS, which had the export, is not written again')
-    const waiting = (await pod.hook('/hooks/inventories/sync', inventorySync())).status ?? {}
-    assert.equal(waiting.conditions?.find((c) => c.type === 'Synced')?.reason, 'WaitingForTargets', 'new exports still wait for every target')
-    await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
     const synced = await waitSynced()
     assert.equal(synced.checksum, checksum)
+    assert.equal((await exportCommits()).length, commits.length + 1, 'git, which had the export, is not written again')
+    assert.equal((await streamSubjects()).length, events + 2, 'NATS, which had the export, is not written again')
+    // Confirmed, the journal entry owes nothing; it keeps the confirmations for status after a restart.
+    const owing = readdirSync(path.join(pod.dataDir, 'pending')).flatMap((f) => (JSON.parse(readFileSync(path.join(pod.dataDir, 'pending', f), 'utf8')) as { sinks: string[] }).sinks)
+    assert.deepEqual(owing, [])
   } finally {
     if (down) await pg.start()
   }
