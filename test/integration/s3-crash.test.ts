@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
+import { PutObjectCommand } from '@aws-sdk/client-s3'
 import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
 import { renderItem } from '../../sinks/document.js'
 import { itemObjectKey, parsePointer } from '../../sinks/s3/encode.js'
 import { createS3Sink } from '../../sinks/s3/index.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
-import { countingProxy, startS3, type CountingProxy, type S3Server } from '../support/s3.js'
+import { countingProxy, listKeys, readText, startS3, type CountingProxy, type S3Server } from '../support/s3.js'
 
 // Issue 25, goal 1: an S3 sink never keeps a mix of two snapshots behind a pointer that names
 // one of them. A crash is a write that stops after some objects (written here with the client, or
@@ -57,21 +57,8 @@ describe('s3 sink: crashed and racing writers (real versitygw server)', () => {
     return s
   }
 
-  async function listed(prefix: string): Promise<string[]> {
-    const keys: string[] = []
-    let token: string | undefined
-    do {
-      const page = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix, ContinuationToken: token }))
-      for (const o of page.Contents ?? []) keys.push(o.Key as string)
-      token = page.IsTruncated ? page.NextContinuationToken : undefined
-    } while (token)
-    return keys.sort()
-  }
-
-  async function text(key: string): Promise<string> {
-    const out = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
-    return out.Body!.transformToString('utf8')
-  }
+  const listed = (prefix: string): Promise<string[]> => listKeys(s3, prefix)
+  const text = (key: string): Promise<string> => readText(s3, key)
 
   /** How many item objects differ from what `snap` renders to, and whether the pointer names it. */
   async function mismatches(prefix: string, snap: Snapshot): Promise<number> {

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3'
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3'
 import { canConnect, freePort } from './ports.js'
 import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from './process.js'
 import { requireTool } from './tools.js'
@@ -160,4 +160,22 @@ export async function countingProxy(target: S3Server): Promise<CountingProxy> {
       server.close(() => resolve())
     }),
   }
+}
+
+/** Every key under `prefix` in the test bucket, sorted, across pages. */
+export async function listKeys(s3: S3Server, prefix: string): Promise<string[]> {
+  const keys: string[] = []
+  let token: string | undefined
+  do {
+    const page = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix, ContinuationToken: token }))
+    for (const o of page.Contents ?? []) keys.push(o.Key as string)
+    token = page.IsTruncated ? page.NextContinuationToken : undefined
+  } while (token)
+  return keys.sort()
+}
+
+/** One object's body as text. */
+export async function readText(s3: S3Server, key: string): Promise<string> {
+  const out = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
+  return out.Body!.transformToString('utf8')
 }
