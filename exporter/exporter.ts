@@ -3,6 +3,7 @@ import type {
   ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ReportResult, ResolvedSink,
   SinkCheck, TargetReport,
 } from '../api/types.js'
+import type { FencingToken } from '../sinks/fence.js'
 import { LeaseFence } from './fence.js'
 import { JournalKeeper } from './journaling.js'
 import { boundedClock, realClock, type Clock, type ExporterOptions } from './options.js'
@@ -55,6 +56,7 @@ export class Exporter implements ExporterClient {
       onConfirmed: (inv) => this.journal.settle(inv),
       onStopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
       mayWrite: () => this.fence.holds(),
+      fence: this.fence,
     })
   }
 
@@ -222,9 +224,12 @@ export class Exporter implements ExporterClient {
     this.options.observer?.onPendingChange?.(this.pendingCount())
   }
 
-  /** The elector renewed the Lease in a round begun at `at` (monotonic): fenced writers go on. */
-  leaseRenewed(at: number): void {
-    this.fence.renewed(at)
+  /**
+   * The elector renewed the Lease in a round begun at `at` (monotonic): fenced writers go on.
+   * `token` names the Lease and this holder's epoch, which stores that can keep it compare.
+   */
+  leaseRenewed(at: number, token?: FencingToken): void {
+    this.fence.renewed(at, token)
     if (!this.active || this.closed) return
     for (const inv of this.inventories.values()) for (const rt of inv.sinks.values()) if (rt.fenced) this.writer.drive(inv, rt)
   }

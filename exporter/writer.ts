@@ -1,6 +1,7 @@
 import { refKey } from '../api/canonical.js'
 import { formatDuration } from '../api/duration.js'
 import type { ResolvedSink, Snapshot } from '../api/types.js'
+import { FencedError, type WriteFence } from '../sinks/fence.js'
 import type { DriftResult, WriteResult } from '../sinks/sink.js'
 import { checkFailedMessage, driftSettings } from './drift.js'
 import type { Clock, ExporterObserver, Log } from './options.js'
@@ -22,6 +23,8 @@ export interface WriterContext {
   onStopped(): void
   /** Whether this exporter may start a sink call now (leader election: a recent lease renewal). */
   mayWrite(): boolean
+  /** Handed to every sink write, which checks it again at its commit point. */
+  fence: WriteFence
 }
 
 /**
@@ -45,10 +48,17 @@ export class SinkWriter {
         if (!rt.pending) {
           if (!rt.verifyDue) return
           await this.verify(inv, rt)
+          if (rt.fenced) return
           continue
         }
         const snapshot = rt.pending
         const started = clock.now()
+        // A sink that found a later leader's token in its store, or the lease expired at its commit point.
+        let refusal: string | undefined
+        const fenced = (err: FencedError): null => {
+          refusal = err.message
+          return null
+        }
         try {
           const written = await retryUntilDone(async () => {
             const latest = rt.pending ?? snapshot
@@ -56,8 +66,11 @@ export class SinkWriter {
             // Asked again at the last moment: a backoff, building the sink or a paused process may
             // have outlasted the renewal the loop saw.
             if (!this.ctx.mayWrite()) return null
-            const result = await sink.write(forSink(latest, rt.resolved))
-            return { latest, result }
+            const result = await sink.write(forSink(latest, rt.resolved), this.ctx.fence).catch((err: unknown) => {
+              if (err instanceof FencedError) return fenced(err)
+              throw err
+            })
+            return result && { latest, result }
           }, {
             policy: backoff,
             signal: rt.abort.signal,
@@ -71,7 +84,7 @@ export class SinkWriter {
               else log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), attempt, error: error.message })
             },
           })
-          if (!written) return this.fence(inv, rt)
+          if (!written) return this.fence(inv, rt, refusal)
           // A poll that finds the proposal still open is no new export: status stays byte-identical.
           const polled = written.result.review && rt.review?.checksum === written.latest.checksum && rt.confirmed?.checksum === written.latest.checksum
           if (!polled) rt.confirmed = { checksum: written.latest.checksum, itemCount: written.latest.itemCount, at: clock.now() }
@@ -112,9 +125,9 @@ export class SinkWriter {
     this.cancelReviewPoll(rt)
   }
 
-  private fence(inv: InventoryRuntime, rt: SinkRuntime): void {
+  private fence(inv: InventoryRuntime, rt: SinkRuntime, reason = 'the lease was not renewed within the renew deadline'): void {
     rt.fenced = true
-    this.ctx.log('warn', 'a sink write waits: the lease was not renewed within the renew deadline', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory) })
+    this.ctx.log('warn', 'a sink write waits for a lease renewal', { sink: refKey(rt.ref), inventory: refKey(inv.composition.inventory), reason })
   }
 
   private cancelReviewPoll(rt: SinkRuntime): void {
@@ -166,9 +179,14 @@ export class SinkWriter {
         this.checked(rt)
         return
       }
-      result = await sink.verify(forSink(snapshot, rt.resolved), settings.mode)
+      result = await sink.verify(forSink(snapshot, rt.resolved), settings.mode, this.ctx.fence)
     } catch (err) {
       if (rt.abort.signal.aborted) return
+      // A repair is a write: fenced, the check waits for a renewal like an export does.
+      if (err instanceof FencedError) {
+        rt.verifyDue = true
+        return this.fence(inv, rt, err.message)
+      }
       const attempt = ++rt.verifyAttempts
       const waitMs = isPermanent(err) ? this.ctx.backoff.maxMs : retryDelayMs(this.ctx.backoff, attempt)
       rt.verifyFailing = checkFailedMessage(err as Error)

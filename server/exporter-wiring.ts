@@ -73,7 +73,7 @@ export function electLeader(exporter: Exporter, config: Config, logger: Logger, 
       metrics.setLeader(false)
     },
     // Both on performance.now: the elector's default clock and the exporter's real one.
-    onRenewed: (at) => exporter.leaseRenewed(at),
+    onRenewed: (at, token) => exporter.leaseRenewed(at, token),
   }, logger)
   elector.start()
   return elector

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import * as k8s from '@kubernetes/client-node'
+import type { FencingToken } from '../sinks/fence.js'
 import type { Logger } from './logger.js'
 
 // Leader election over a coordination.k8s.io/v1 Lease, the algorithm of client-go's
@@ -26,24 +27,26 @@ export interface LeaderCallbacks {
   /**
    * A round acquired or renewed the Lease; `at` (on the elector's monotonic clock) is when that
    * round began, not when it ended: no other candidate can have taken the Lease before then plus
-   * the lease duration, whatever pause the round hit. Called before onStartedLeading.
+   * the lease duration, whatever pause the round hit. Called before onStartedLeading. `token` is
+   * the Lease's uid and its transition count as this holder wrote it: the fencing epoch.
    */
-  onRenewed?(at: number): void
+  onRenewed?(at: number, token: FencingToken | undefined): void
 }
 
 /** The Lease API calls the elector makes; the real one is leaseApi(kc). */
 export interface LeaseApi {
   read(): Promise<k8s.V1Lease | null>
-  create(lease: k8s.V1Lease): Promise<boolean>
-  replace(lease: k8s.V1Lease): Promise<boolean>
+  /** The Lease as stored (with its uid), or null when another candidate wrote first. */
+  create(lease: k8s.V1Lease): Promise<k8s.V1Lease | null>
+  replace(lease: k8s.V1Lease): Promise<k8s.V1Lease | null>
 }
 
-/** A 409 (someone wrote first) or 404/422 on replace means we lost the race: false, not an error. */
+/** A 409 (someone wrote first) or 404/422 on replace means we lost the race: null, not an error. */
 export function leaseApi(kc: k8s.KubeConfig, namespace: string, name: string): LeaseApi {
   const api = kc.makeApiClient(k8s.CoordinationV1Api)
   const lostRace = (err: unknown) => {
     const code = (err as { code?: number }).code
-    if (code === 409 || code === 404) return false
+    if (code === 409 || code === 404) return null
     throw err
   }
   return {
@@ -51,8 +54,8 @@ export function leaseApi(kc: k8s.KubeConfig, namespace: string, name: string): L
       if ((err as { code?: number }).code === 404) return null
       throw err
     }),
-    create: (body) => api.createNamespacedLease({ namespace, body }).then(() => true, lostRace),
-    replace: (body) => api.replaceNamespacedLease({ name, namespace, body }).then(() => true, lostRace),
+    create: (body) => api.createNamespacedLease({ namespace, body }).catch(lostRace),
+    replace: (body) => api.replaceNamespacedLease({ name, namespace, body }).catch(lostRace),
   }
 }
 
@@ -68,6 +71,8 @@ export class LeaderElector {
   private observedAt = 0
   /** The last round saw another holder: a leader that sees this has already lost. */
   private heldByOther = false
+  /** The fencing token of the last write this elector made to the Lease. */
+  private token: FencingToken | undefined
   private loop: Promise<void> | null = null
   private readonly ac = new AbortController()
 
@@ -117,7 +122,7 @@ export class LeaderElector {
         lastRenew = this.now()
       }
       if (this.stopped) return
-      this.callbacks.onRenewed?.(lastRenew)
+      this.callbacks.onRenewed?.(lastRenew, this.token)
       this.leading = true
       this.logger.info({ lease: `${this.settings.namespace}/${this.settings.name}`, identity: this.settings.identity }, 'acquired the lease: this exporter writes to sinks')
       this.callbacks.onStartedLeading()
@@ -129,7 +134,7 @@ export class LeaderElector {
         const renewed = await this.tryAcquireOrRenew()
         if (renewed) {
           lastRenew = roundAt
-          this.callbacks.onRenewed?.(roundAt)
+          this.callbacks.onRenewed?.(roundAt, this.token)
         } else if (this.heldByOther) {
           this.lose('another candidate holds the lease')
           break
@@ -170,7 +175,7 @@ export class LeaderElector {
       // date a fresh record to before the pause and count it expired on its next round (client-go
       // records when it observed a change, not when it asked).
       const now = this.now()
-      if (!lease) return await this.api.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec })
+      if (!lease) return this.wrote(await this.api.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec }))
       const held = lease.spec ?? {}
       const record = JSON.stringify([held.holderIdentity, held.renewTime, held.leaseDurationSeconds])
       if (record !== this.observedRecord) {
@@ -192,10 +197,17 @@ export class LeaderElector {
       }
       // metadata carries the resourceVersion read: the API server refuses the write (409) if
       // anyone wrote in between.
-      return await this.api.replace({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: lease.metadata ?? {}, spec })
+      return this.wrote(await this.api.replace({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: lease.metadata ?? {}, spec }))
     } catch (err) {
       this.logger.warn({ error: (err as Error).message }, 'lease request failed')
       return false
     }
+  }
+
+  private wrote(stored: k8s.V1Lease | null): boolean {
+    if (!stored) return false
+    const uid = stored.metadata?.uid
+    this.token = uid ? { lease: uid, epoch: stored.spec?.leaseTransitions ?? 0 } : undefined
+    return true
   }
 }

@@ -1,4 +1,5 @@
 import type { Item, ObjectRef, Snapshot } from '../api/types.js'
+import type { WriteFence } from './fence.js'
 
 /** What one export changed in a sink; a retry of the same snapshot reports all zeros. */
 export interface WriteResult {
@@ -20,13 +21,14 @@ export interface WriteResult {
 export interface Sink {
   /** "namespace/name" of the KollectSink (or "embedded/default"). */
   readonly id: string
-  write(snapshot: Snapshot): Promise<WriteResult>
+  /** `fence` (leader election) is checked again at the sink's commit point; absent, nothing is fenced. */
+  write(snapshot: Snapshot, fence?: WriteFence): Promise<WriteResult>
   /**
    * Drift detection for a store of record: read what the store itself holds for the snapshot's
    * inventory (never a cache), compare it with the snapshot, and in 'repair' mode write the
    * snapshot back when they differ. Sinks that keep no record to drift (event streams) leave it out.
    */
-  verify?(snapshot: Snapshot, mode: DriftMode): Promise<DriftResult>
+  verify?(snapshot: Snapshot, mode: DriftMode, fence?: WriteFence): Promise<DriftResult>
   /** deletionPolicy Delete: remove everything this sink holds for the inventory. */
   remove(inventory: ObjectRef, cluster: string): Promise<void>
   healthcheck(): Promise<void>

@@ -1,6 +1,7 @@
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { renderDocumentPath } from '../document.js'
 import type { SinkLabel } from '../errors.js'
+import { NO_FENCE, type WriteFence } from '../fence.js'
 import type { SinkOptions } from '../options.js'
 import { SerialQueue } from '../serial.js'
 import type { Sink, WriteResult } from '../sink.js'
@@ -27,11 +28,14 @@ export function createFileSink(opts: SinkOptions): Sink {
   return {
     id: opts.id,
 
-    write: (snapshot: Snapshot): Promise<WriteResult> =>
+    write: (snapshot: Snapshot, fence: WriteFence = NO_FENCE): Promise<WriteResult> =>
       queue.run(async () => {
         const file = documentPath(snapshot.inventory, snapshot.cluster)
         const { text, result } = encodeFileWrite(await files.read(file), snapshot, resolved().format)
-        if (text !== undefined) await files.write(file, text)
+        if (text !== undefined) {
+          fence.check('writing the file')
+          await files.write(file, text)
+        }
         return result
       }),
 

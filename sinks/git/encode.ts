@@ -3,6 +3,7 @@ import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
 import type { ItemDiff } from '../diff.js'
 import { renderItem, renderSnapshot } from '../document.js'
 import { escapePathSegment } from '../escape.js'
+import type { FencingToken } from '../fence.js'
 import type { WriteResult } from '../sink.js'
 import type { GitLayout } from './config.js'
 
@@ -91,6 +92,15 @@ export function removeMessage(inventory: ObjectRef, cluster: string): string[] {
 
 function refText(ref: ObjectRef): string {
   return oneLine(`${ref.namespace}/${ref.name}`)
+}
+
+export const LEASE_TRAILER = 'Kollect-Lease'
+export const EPOCH_TRAILER = 'Kollect-Epoch'
+
+/** A commit message that also names the writer's fencing token (leader election), in its trailer block. */
+export function withFencing(message: string[], token: FencingToken | undefined): string[] {
+  if (!token) return message
+  return [...message.slice(0, -1), `${message.at(-1)}\n${trailers([[LEASE_TRAILER, token.lease], [EPOCH_TRAILER, String(token.epoch)]])}`]
 }
 
 function trailers(pairs: [string, string][]): string {

@@ -3,13 +3,14 @@ import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { diffItems, type HeldItem } from '../diff.js'
 import { heldFromItems, renderDocumentPath, renderSnapshot } from '../document.js'
 import { configError, type SinkLabel } from '../errors.js'
+import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
 import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { resolveGitSettings, type GitSettings } from './config.js'
 import { blobId, documentDrift, resourceDrift, type Drift } from './drift.js'
-import { itemPath, managedPath, planFiles, removeMessage, repairMessage, writeMessage } from './encode.js'
+import { itemPath, managedPath, planFiles, removeMessage, repairMessage, withFencing, writeMessage } from './encode.js'
 import { createReviewProvider, ReviewFlow } from './review/propose.js'
 import { GitRepository } from './service.js'
 
@@ -98,18 +99,24 @@ export function createGitSink(opts: SinkOptions): Sink {
    * Brings the working tree to the tip, lets `stage` change `managed`, commits and pushes.
    * Returns undefined when the tip already holds what `stage` produces.
    */
-  const publish = async (managed: string, stage: () => Promise<Staged | undefined>): Promise<Staged | undefined> => {
+  const publish = async (managed: string, stage: () => Promise<Staged | undefined>, fence: WriteFence = NO_FENCE): Promise<Staged | undefined> => {
     const { repo } = resolved()
     let staged: Staged | undefined
     let ours = ''
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       if (staged === undefined) {
         await repo.syncToTip(managed)
+        await refuseLaterLeader(fence, 'HEAD')
         staged = await stage()
         if (staged === undefined) return undefined
-        await repo.commit(staged.message)
+        if (!repo.remote) fence.check('committing')
+        await repo.commit(withFencing(staged.message, fence.token))
         ours = await repo.objectId(managed)
+      } else {
+        // Rebased onto commits another writer pushed: the parent of ours is their tip.
+        await refuseLaterLeader(fence, 'HEAD~1')
       }
+      if (repo.remote) fence.check('pushing')
       if (!repo.remote || (await repo.push()) === 'pushed') {
         remember(managed, { objectId: ours, held: staged.held, rendered: staged.rendered })
         return staged
@@ -124,7 +131,15 @@ export function createGitSink(opts: SinkOptions): Sink {
     })
   }
 
-  const write = async (snapshot: Snapshot): Promise<WriteResult> => {
+  /** The branch names a later holder of our Lease in a commit at or before `rev`: this writer is stale. */
+  const refuseLaterLeader = async (fence: WriteFence, rev: string): Promise<void> => {
+    const token = fence.token
+    if (!token) return
+    const epoch = await resolved().repo.leaseEpoch(token.lease, rev)
+    refuseOlder(fence, epoch === undefined ? undefined : { lease: token.lease, epoch }, `branch ${resolved().settings.branch}`)
+  }
+
+  const write = async (snapshot: Snapshot, fence: WriteFence): Promise<WriteResult> => {
     const { settings, repo, review } = resolved()
     const managed = managedFor(snapshot.inventory, snapshot.cluster)
     const rendered = snapshotId(snapshot)
@@ -145,9 +160,10 @@ export function createGitSink(opts: SinkOptions): Sink {
       await repo.syncToTip(managed)
       // Nothing is remembered of a proposal: the held cache describes the target branch alone.
       const staged = await stage()
+      fence.check('proposing for review')
       return review.propose(snapshot, staged && { ...staged, rendered })
     }
-    return (await publish(managed, stage))?.result ?? emptyResult()
+    return (await publish(managed, stage, fence))?.result ?? emptyResult()
   }
 
   const remove = async (inventory: ObjectRef, cluster: string): Promise<void> => {
@@ -183,7 +199,7 @@ export function createGitSink(opts: SinkOptions): Sink {
     else remember(managed, { objectId, held: heldFromItems(snapshot.items), rendered: snapshotId(snapshot) })
   }
 
-  const verify = async (snapshot: Snapshot, mode: DriftMode): Promise<DriftResult> => {
+  const verify = async (snapshot: Snapshot, mode: DriftMode, fence: WriteFence): Promise<DriftResult> => {
     const { repo } = resolved()
     const managed = managedFor(snapshot.inventory, snapshot.cluster)
     // The check reads objects at the fetched tip and leaves the working tree alone; only a
@@ -204,15 +220,15 @@ export function createGitSink(opts: SinkOptions): Sink {
       if (!(await repo.stage(managed))) return undefined
       const held = heldFromItems(snapshot.items)
       return { message: repairMessage(snapshot, drift.differences), result: emptyResult(), held, rendered: snapshotId(snapshot) }
-    })
+    }, fence)
     return { differences: drift.differences, examples: drift.examples, repaired: staged !== undefined }
   }
 
   return {
     id: opts.id,
-    write: (snapshot) => queue.run(() => write(snapshot)),
+    write: (snapshot, fence = NO_FENCE) => queue.run(() => write(snapshot, fence)),
     // In review mode a repair would bypass the review; each poll of the request compares the target instead.
-    ...(opts.spec.git?.review ? {} : { verify: (snapshot: Snapshot, mode: DriftMode) => queue.run(() => verify(snapshot, mode)) }),
+    ...(opts.spec.git?.review ? {} : { verify: (snapshot: Snapshot, mode: DriftMode, fence: WriteFence = NO_FENCE) => queue.run(() => verify(snapshot, mode, fence)) }),
     remove: (inventory, cluster) => queue.run(() => remove(inventory, cluster)),
     healthcheck: async () => {
       const { repo } = resolved()

@@ -5,6 +5,7 @@ import { sinkFailure, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
 import type { ObjectFormat } from './drift.js'
+import { EPOCH_TRAILER, LEASE_TRAILER } from './encode.js'
 import {
   gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobIds, parseStatus, repositoryDir, runGit, type Status,
 } from './process.js'
@@ -195,6 +196,17 @@ export class GitRepository {
 
   async head(): Promise<string> {
     return this.resolve('HEAD')
+  }
+
+  /**
+   * The fencing epoch in the newest commit at or before `rev` that names `lease` in its trailers
+   * (leader election), or undefined when none does. The lease is matched as a fixed string.
+   */
+  async leaseEpoch(lease: string, rev: string): Promise<number | undefined> {
+    if ((await this.resolve(rev)) === '') return undefined
+    const out = await this.run('log', ['log', '-1', '-F', `--grep=${LEASE_TRAILER}: ${lease}`, `--format=%(trailers:key=${EPOCH_TRAILER},valueonly)`, rev, '--'])
+    const epoch = Number(out.trim())
+    return out.trim() !== '' && Number.isSafeInteger(epoch) ? epoch : undefined
   }
 
   /** Stages the managed path and says whether a commit would change anything. */

@@ -4,6 +4,7 @@ import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
+import { NO_FENCE, type WriteFence } from '../fence.js'
 import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { kafkaSettings } from './config.js'
 import { decodeStates, encodeExport, encodeRemoval, inventoryKey, inventoryToken, type HeldState, type InventoryAddress } from './encode.js'
@@ -38,21 +39,23 @@ export function createKafkaSink(opts: SinkOptions): Sink {
 
   return {
     id: opts.id,
-    write: (snapshot) => queue.run(() => guarded('write', () => explained(() => write(snapshot)), dropState)),
-    verify: (snapshot, mode) => queue.run(() => guarded(`drift check (${mode})`, () => explained(() => verify(snapshot, mode)), dropState)),
+    write: (snapshot, fence = NO_FENCE) => queue.run(() => guarded('write', () => explained(() => write(snapshot, fence)), dropState)),
+    verify: (snapshot, mode, fence = NO_FENCE) => queue.run(() => guarded(`drift check (${mode})`, () => explained(() => verify(snapshot, mode, fence)), dropState)),
     remove: (inventory: ObjectRef, cluster: string) => queue.run(() => guarded('remove', () => explained(() => remove({ cluster, inventory })), dropState)),
     healthcheck: () => guarded('healthcheck', () => explained(() => service.ping())),
     close: () => guarded('close', () => service.close()),
   }
 
-  async function write(snapshot: Snapshot): Promise<WriteResult> {
+  async function write(snapshot: Snapshot, fence: WriteFence): Promise<WriteResult> {
     const token = inventoryToken(settings.topic, snapshot)
     const state = await held(token)
     if (state.snapshot?.checksum === snapshot.checksum) return emptyResult()
     const topics = await during('preparing the topics', () => service.topics())
     const diff = diffItems(state.items, snapshot.items, true)
     const { records, events, next } = encodeExport(topics, snapshot, state, diff)
-    await during(`publishing events (${events}) and the snapshot marker`, () => service.transact(records))
+    // Kafka fences a later leader's stale predecessor itself (the transactional id's producer epoch);
+    // the lease is asked again for the window before a new leader's producer has registered.
+    await during(`publishing events (${events}) and the snapshot marker`, () => service.transact(records, () => fence.check('committing the transaction')))
     cache?.set(token, next)
     return resultOf(diff)
   }
@@ -63,12 +66,12 @@ export function createKafkaSink(opts: SinkOptions): Sink {
    * exporter's checksum shortcut would not write the same snapshot again. The read starts from a
    * fresh registration of the transactional id, which fences such an instance.
    */
-  async function verify(snapshot: Snapshot, mode: DriftMode): Promise<DriftResult> {
+  async function verify(snapshot: Snapshot, mode: DriftMode, fence: WriteFence): Promise<DriftResult> {
     dropState()
     const state = await held(inventoryToken(settings.topic, snapshot))
     const result = publishedDrift(state.items, state.snapshot?.checksum, snapshot, `${settings.topic}:${inventoryKey(snapshot)}`)
     if (mode === 'report' || result.differences === 0) return result
-    await write(snapshot)
+    await write(snapshot, fence)
     return { ...result, repaired: true }
   }
 

@@ -134,8 +134,11 @@ export class KafkaService {
     return (await this.connected()).topics
   }
 
-  /** Produce the records in one transaction: all of them become visible to read_committed consumers, or none. */
-  async transact(records: readonly OutgoingRecord[]): Promise<void> {
+  /**
+   * Produce the records in one transaction: all of them become visible to read_committed consumers,
+   * or none. `beforeCommit` may throw to abort instead of committing.
+   */
+  async transact(records: readonly OutgoingRecord[], beforeCommit: () => void = () => undefined): Promise<void> {
     const { producer } = await this.connected()
     const tx = await producer.beginTransaction()
     try {
@@ -152,6 +155,7 @@ export class KafkaService {
           })),
         })
       }
+      beforeCommit()
       await tx.commit()
     } catch (err) {
       await tx.abort().catch(() => undefined)

@@ -4,6 +4,7 @@ import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
+import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { natsSettings } from './config.js'
 import { EMPTY_CHECKSUM, encodeExport, encodeRemoval, subjectFor, type InventoryAddress } from './encode.js'
@@ -65,13 +66,13 @@ export function createNatsSink(opts: SinkOptions): Sink {
 
   return {
     id: opts.id,
-    write(snapshot) {
+    write(snapshot, fence = NO_FENCE) {
       const token = tokenOf(snapshot)
-      return queue.run(() => guarded('write', () => write(snapshot, token), () => cache.delete(token)), token)
+      return queue.run(() => guarded('write', () => write(snapshot, token, fence), () => cache.delete(token)), token)
     },
-    verify(snapshot, mode) {
+    verify(snapshot, mode, fence = NO_FENCE) {
       const token = tokenOf(snapshot)
-      return queue.run(() => guarded(`drift check (${mode})`, () => verify(snapshot, mode, token), () => cache.delete(token)), token)
+      return queue.run(() => guarded(`drift check (${mode})`, () => verify(snapshot, mode, token, fence), () => cache.delete(token)), token)
     },
     remove(inventory: ObjectRef, cluster: string) {
       const token = tokenOf({ cluster, inventory })
@@ -81,13 +82,17 @@ export function createNatsSink(opts: SinkOptions): Sink {
     close: () => guarded('close', () => service.close()),
   }
 
-  async function write(snapshot: Snapshot, token: string): Promise<WriteResult> {
+  async function write(snapshot: Snapshot, token: string, fence: WriteFence): Promise<WriteResult> {
     const state = await held(token, snapshot)
+    refuseOlder(fence, state.fencing, 'the published state')
     if (!state.unrecorded && state.snapshot?.checksum === snapshot.checksum) return emptyResult()
     const diff = diffItems(state.items, snapshot.items, true)
     const transition = transitionFrom(token, snapshot, state, snapshot.checksum)
     const { events, marker } = encodeExport(settings.subject, transition, diff, snapshot.itemCount, state.sinceMarker)
+    fence.check('publishing events')
     await during(`publishing events (${events.length})`, () => service.publish(events))
+    // Consumers take an export at its marker: a writer past its lease leaves at most unmarked events.
+    fence.check('publishing the snapshot marker')
     // An interrupted export may have published this very marker with nothing after it: keep that one.
     const markerPublished = events.length === 0 && state.snapshot?.checksum === snapshot.checksum && isEmpty(state.sinceMarker)
     const sequence = markerPublished
@@ -96,8 +101,9 @@ export function createNatsSink(opts: SinkOptions): Sink {
     const { puts, removals } = stateUpdates(token, state.unrecorded ? diffItems(state.recorded, snapshot.items) : diff)
     await during('recording the published state', () => service.updateState(puts, removals))
     // Last: until this put lands, a retry starts from the same revision and replays the stream after the same marker.
-    const record = { checksum: snapshot.checksum, itemCount: snapshot.itemCount, sequence }
-    const revision = await during('recording the published snapshot', () => service.putState(snapshotStateKey(token), encodeHeldSnapshot(record)))
+    const record = { checksum: snapshot.checksum, itemCount: snapshot.itemCount, sequence, ...(fence.token ? { fencing: fence.token } : {}) }
+    fence.check('recording the published snapshot')
+    const revision = await during('recording the published snapshot', () => service.putState(snapshotStateKey(token), encodeHeldSnapshot(record), state.revision))
     cache.set(token, {
       revision,
       snapshot: record,
@@ -107,6 +113,7 @@ export function createNatsSink(opts: SinkOptions): Sink {
       markerSequence: sequence,
       positions: new Map(),
       sinceMarker: emptyResult(),
+      fencing: record.fencing,
     })
     return resultOf(diff)
   }
@@ -117,12 +124,12 @@ export function createNatsSink(opts: SinkOptions): Sink {
    * old leader in a brief split brain. The exporter's checksum shortcut would never write again
    * until the items change; a repair publishes the way back.
    */
-  async function verify(snapshot: Snapshot, mode: DriftMode, token: string): Promise<DriftResult> {
+  async function verify(snapshot: Snapshot, mode: DriftMode, token: string, fence: WriteFence): Promise<DriftResult> {
     cache.delete(token)
     const state = await held(token, snapshot)
     const result = publishedDrift(state.items, state.snapshot?.checksum, snapshot, subjectFor(settings.subject, snapshot, 'snapshot'))
     if (mode === 'report' || result.differences === 0) return result
-    await write(snapshot, token)
+    await write(snapshot, token, fence)
     return { ...result, repaired: true }
   }
 

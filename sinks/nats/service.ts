@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type Je
 import { Kvm, type KV } from '@nats-io/kv'
 import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
+import { SinkError } from '../sink.js'
 import { capturesEvents, STATE_BUCKET, type NatsSettings } from './config.js'
 import type { ItemEvent, OutgoingMessage, SnapshotMarker } from './encode.js'
 import { readStreamRange, StateReadInterrupted } from './read.js'
@@ -220,10 +221,18 @@ export class NatsService {
     return last?.seq ?? 0
   }
 
-  /** Put one key and return its new revision. */
-  async putState(key: string, value: string): Promise<number> {
+  /**
+   * Put one key only if its revision is still `revision` (0: it never existed), and return its new
+   * revision: a writer that recorded in between makes this one start over from what it left.
+   */
+  async putState(key: string, value: string, revision: number): Promise<number> {
     const { kv } = await this.connected()
-    return kv.put(key, value)
+    try {
+      return revision === 0 ? await kv.create(key, value) : await kv.update(key, value, revision)
+    } catch (err) {
+      if (!errorChain(err).some((e) => e instanceof Error && /wrong last sequence|key exists/i.test(e.message))) throw err
+      throw new SinkError(`${this.settings.label.kind} sink ${this.settings.label.id}: another writer recorded this inventory's state first; starting over from what it left`, { retriable: true })
+    }
   }
 
   /** Purge every key under `filter`, then leave a delete marker on `markerKey`; its revision starts the next history. */

@@ -1,6 +1,7 @@
 import { itemHash, itemKey, sha256 } from '../../api/canonical.js'
 import type { Item } from '../../api/types.js'
 import type { HeldItem, ItemDiff } from '../diff.js'
+import { parseToken, type FencingToken } from '../fence.js'
 import { emptyResult, type WriteResult } from '../sink.js'
 import type { InventoryAddress, ItemEvent, SnapshotMarker, Transition } from './encode.js'
 
@@ -13,6 +14,8 @@ export interface HeldSnapshot {
   itemCount: number
   /** Stream sequence of this snapshot's marker; absent in records written before it was kept. */
   sequence?: number
+  /** Leader election: the fencing token of the writer that recorded it. */
+  fencing?: FencingToken
 }
 
 /**
@@ -39,6 +42,8 @@ export interface InventoryState {
   positions: Map<string, number>
   /** Item events on the stream after the last marker, counted into the next one. */
   sinceMarker: WriteResult
+  /** The fencing token of the last recorded export (leader election): a lower epoch may not write. */
+  fencing?: FencingToken
 }
 
 /** One message of an inventory read back from the stream. */
@@ -91,6 +96,7 @@ export function decodeState(token: string, entries: readonly StateEntry[]): Inve
     if (entry.key === snapshotKey) {
       state.revision = entry.revision
       state.snapshot = entry.operation === 'PUT' ? (JSON.parse(decoder.decode(entry.value)) as HeldSnapshot) : undefined
+      state.fencing = parseToken(state.snapshot?.fencing)
       continue
     }
     const previous = itemKeyOf.get(entry.key)
@@ -149,7 +155,7 @@ export function replay(recorded: InventoryState, messages: readonly PublishedMes
 }
 
 export function encodeHeldSnapshot(held: HeldSnapshot): string {
-  return JSON.stringify({ checksum: held.checksum, itemCount: held.itemCount, sequence: held.sequence })
+  return JSON.stringify({ checksum: held.checksum, itemCount: held.itemCount, sequence: held.sequence, fencing: held.fencing })
 }
 
 /** A transition from what `state` says consumers have seen. */

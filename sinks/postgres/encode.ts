@@ -51,6 +51,9 @@ export interface StoredRow extends HeldRow {
 export interface SnapshotHeader {
   checksum: string
   item_count: number
+  /** The fencing token of the export's writer (leader election), null without. */
+  lease: string | null
+  epoch: string | null
 }
 
 /** What the table holds for an inventory: hashes for diffItems, key columns for deletes. */
@@ -110,7 +113,7 @@ function addHeld(held: HeldState, row: HeldRow, hash: string): void {
 }
 
 /** The snapshot row says the table holds this snapshot. */
-export function headerInStep(header: SnapshotHeader | undefined, snapshot: Pick<Snapshot, 'checksum' | 'itemCount'>): boolean {
+export function headerInStep(header: Pick<SnapshotHeader, 'checksum' | 'item_count'> | undefined, snapshot: Pick<Snapshot, 'checksum' | 'itemCount'>): boolean {
   return header !== undefined && header.checksum === snapshot.checksum && header.item_count === snapshot.itemCount
 }
 

@@ -1,4 +1,5 @@
 import pg from 'pg'
+import type { FencingToken } from '../fence.js'
 import { during, errorChain, isTransientNetworkError } from '../errors.js'
 import { quoteIdent } from '../escape.js'
 import { MIGRATIONS_TABLE, type PostgresSettings } from './config.js'
@@ -66,9 +67,9 @@ export class InventoryTx {
     return result.rowCount ?? 0
   }
 
-  async insertSnapshot(row: { checksum: string; itemCount: number; added: number; changed: number; removed: number }): Promise<void> {
+  async insertSnapshot(row: { checksum: string; itemCount: number; added: number; changed: number; removed: number; token: FencingToken | undefined }): Promise<void> {
     await this.client.query(this.sql.insertSnapshot, [
-      ...this.inv, row.checksum, row.itemCount, row.added, row.changed, row.removed,
+      ...this.inv, row.checksum, row.itemCount, row.added, row.changed, row.removed, row.token?.lease ?? null, row.token?.epoch ?? null,
     ])
   }
 

@@ -53,6 +53,11 @@ export const MIGRATIONS: Migration[] = [
       `CREATE INDEX ON ${snapshots} (cluster, inventory_namespace, inventory_name, id)`,
     ],
   },
+  {
+    // Fencing: the Lease and epoch of the leader that wrote each export (null without leader election).
+    version: 2,
+    statements: ({ snapshots }) => [`ALTER TABLE ${snapshots} ADD COLUMN lease text, ADD COLUMN epoch bigint`],
+  },
 ]
 
 export interface Statements {
@@ -78,7 +83,7 @@ export function statements(items: string, snapshots: string): Statements {
   const keyArrays = KEY_COLUMNS.map((_, i) => `$${i + 4}::text[]`).join(', ')
   return {
     selectHeld: `SELECT target_namespace, target_name, uid, content_hash FROM ${items} WHERE ${inventoryWhere}`,
-    selectLatestSnapshot: `SELECT checksum, item_count FROM ${snapshots} WHERE ${inventoryWhere} ORDER BY id DESC LIMIT 1`,
+    selectLatestSnapshot: `SELECT checksum, item_count, lease, epoch FROM ${snapshots} WHERE ${inventoryWhere} ORDER BY id DESC LIMIT 1`,
     // "stamped": the row's (snapshot_checksum, exported_at) are those of an export of this
     // inventory; an export stamps its rows and its snapshot row with one now().
     selectStored:
@@ -95,8 +100,8 @@ export function statements(items: string, snapshots: string): Statements {
       `DELETE FROM ${items} WHERE ${inventoryWhere} AND (${KEY_COLUMNS.join(', ')}) IN ` +
       `(SELECT * FROM unnest(${keyArrays}))`,
     insertSnapshot:
-      `INSERT INTO ${snapshots} (cluster, inventory_namespace, inventory_name, checksum, item_count, added, changed, removed, exported_at) ` +
-      `VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())`,
+      `INSERT INTO ${snapshots} (cluster, inventory_namespace, inventory_name, checksum, item_count, added, changed, removed, lease, epoch, exported_at) ` +
+      `VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())`,
     deleteInventoryItems: `DELETE FROM ${items} WHERE ${inventoryWhere}`,
     deleteInventorySnapshots: `DELETE FROM ${snapshots} WHERE ${inventoryWhere}`,
     // $4 rows to keep, $5 max age in ms (0: none for either), $6 rows to delete at most. Never the

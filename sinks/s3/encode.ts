@@ -7,6 +7,7 @@ import { renderPath, type TemplateValues } from '../escape.js'
 import { itemPath } from '../git/encode.js'
 import type { WriteResult } from '../sink.js'
 import type { S3Layout } from './config.js'
+import { parseToken, type FencingToken } from '../fence.js'
 
 // Pure: which keys a snapshot becomes in the bucket. Under one inventory's prefix:
 //   latest.json                          the pointer: the checksum the prefix holds now
@@ -26,6 +27,8 @@ export interface Pointer {
   layout: S3Layout
   /** document layout: the key of the snapshot document. */
   snapshot?: string
+  /** Leader election: the writer's fencing token; a writer with a lower epoch of the same Lease is refused. */
+  fencing?: FencingToken
 }
 
 /**
@@ -77,13 +80,15 @@ export function parsePointer(text: string): Pointer | undefined {
   try {
     const value = JSON.parse(text) as Partial<Pointer> | null
     if (value?.version !== POINTER_VERSION || typeof value.checksum !== 'string' || (value.layout !== 'document' && value.layout !== 'perResource')) return undefined
-    return value as Pointer
+    const { fencing, ...pointer } = value as Pointer
+    const token = parseToken(fencing)
+    return token ? { ...pointer, fencing: token } : pointer
   } catch {
     return undefined
   }
 }
 
-export function pointerFor(snapshot: Snapshot, layout: S3Layout, previous: Pointer | undefined, documentKey?: string): Pointer {
+export function pointerFor(snapshot: Snapshot, layout: S3Layout, previous: Pointer | undefined, documentKey?: string, fencing?: FencingToken): Pointer {
   return {
     version: POINTER_VERSION,
     cluster: snapshot.cluster,
@@ -94,6 +99,7 @@ export function pointerFor(snapshot: Snapshot, layout: S3Layout, previous: Point
     itemCount: snapshot.itemCount,
     layout,
     ...(documentKey ? { snapshot: documentKey } : {}),
+    ...(fencing ? { fencing } : {}),
   }
 }
 

@@ -6,6 +6,7 @@ import { configError, during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
+import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
 import { s3Settings, type S3Settings } from './config.js'
 import {
@@ -65,13 +66,13 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
 
   return {
     id: opts.id,
-    async write(snapshot) {
+    async write(snapshot, fence = NO_FENCE) {
       const prefix = prefixOf(snapshot.inventory, snapshot.cluster)
-      return queue.run(() => guarded('write', () => write(snapshot, prefix), () => cache.delete(prefix)), prefix)
+      return queue.run(() => guarded('write', () => write(snapshot, prefix, fence), () => cache.delete(prefix)), prefix)
     },
-    async verify(snapshot, mode) {
+    async verify(snapshot, mode, fence = NO_FENCE) {
       const prefix = prefixOf(snapshot.inventory, snapshot.cluster)
-      return queue.run(() => guarded(`drift check (${mode})`, () => verify(snapshot, prefix, mode), () => cache.delete(prefix)), prefix)
+      return queue.run(() => guarded(`drift check (${mode})`, () => verify(snapshot, prefix, mode, fence), () => cache.delete(prefix)), prefix)
     },
     async remove(inventory, cluster) {
       const prefix = prefixOf(inventory, cluster)
@@ -99,11 +100,13 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
    * never trusts the pointer alone: without a cache this sink wrote, or behind a stale mark, the
    * plan comes from listing the objects, so a crashed or dead writer's objects are put back.
    */
-  async function write(snapshot: Snapshot, prefix: string, trusted = true): Promise<WriteResult> {
+  async function write(snapshot: Snapshot, prefix: string, fence: WriteFence, trusted = true): Promise<WriteResult> {
     // Kept across attempts: a retry after losing the pointer race reuses the document it wrote.
     let documentKey: string | undefined
     for (let attempt = 1; attempt <= settings.maxPointerAttempts; attempt++) {
       const held = await current(prefix)
+      // The pointer write below is conditional on this very pointer: no later leader can slip in between.
+      refuseOlder(fence, held?.pointer?.fencing, `the latest pointer of ${prefix}`)
       const same = inStep(held?.pointer, snapshot, settings.layout)
       let next: Pick<Held, 'items' | 'keys'>
       let result: WriteResult
@@ -139,8 +142,9 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
         next = plan.held
         result = plan.result
       }
-      const pointer = pointerFor(snapshot, settings.layout, held?.pointer, documentKey)
+      const pointer = pointerFor(snapshot, settings.layout, held?.pointer, documentKey, fence.token)
       const condition: PointerCondition = held ? { ifMatch: held.etag } : { ifNoneMatch: '*' }
+      fence.check('writing the latest pointer')
       const etag = await during('writing the latest pointer', () =>
         service.putPointer(pointerKey(prefix), encodePointer(pointer), condition).catch((err: unknown) => {
           if (err instanceof PointerMoved) return undefined
@@ -200,7 +204,7 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
   }
 
   /** Reads the store, never the cache; a repair writes the snapshot back whatever the pointer says. */
-  async function verify(snapshot: Snapshot, prefix: string, mode: DriftMode): Promise<DriftResult> {
+  async function verify(snapshot: Snapshot, prefix: string, mode: DriftMode, fence: WriteFence): Promise<DriftResult> {
     cache.delete(prefix)
     const read = await during('reading the latest pointer', () => service.readPointer(pointerKey(prefix), undefined))
     const pointer = read.state === 'found' ? parsePointer(read.text) : undefined
@@ -214,7 +218,7 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
       drift = objectDrift(prefix, snapshot, listed, pointer)
     }
     if (mode === 'report' || drift.differences === 0) return drift
-    await write(snapshot, prefix, false)
+    await write(snapshot, prefix, fence, false)
     return { ...drift, repaired: true }
   }
 

@@ -86,8 +86,8 @@ describe('postgres sink (real PostgreSQL)', () => {
     assert.ok(stored.every((r) => r.snapshot_checksum === snap.checksum))
     assert.deepEqual(stored[0]!.attributes, makeItem(0).attributes)
     assert.deepEqual(await snapshotRows(inv), [{ checksum: snap.checksum, item_count: 50, added: 50, changed: 0, removed: 0 }])
-    const migrations = await pg.query('SELECT table_name, version FROM "public"."kollect_schema_migrations"')
-    assert.deepEqual(migrations, [{ table_name: 'kollect_items', version: 1 }])
+    const migrations = await pg.query('SELECT table_name, version FROM "public"."kollect_schema_migrations" ORDER BY version')
+    assert.deepEqual(migrations, [{ table_name: 'kollect_items', version: 1 }, { table_name: 'kollect_items', version: 2 }])
   })
 
   test('changing one item updates exactly that row', async () => {
@@ -175,10 +175,12 @@ describe('postgres sink (real PostgreSQL)', () => {
     assert.equal(stored.length, 5)
     const other = sink({ schema, table: 'second table' })
     assert.deepEqual(await other.write(snap), { added: 5, changed: 0, removed: 0 })
-    const migrations = await pg.query(`SELECT table_name, version FROM ${quoteIdent(schema)}."kollect_schema_migrations" ORDER BY table_name`)
+    const migrations = await pg.query(`SELECT table_name, version FROM ${quoteIdent(schema)}."kollect_schema_migrations" ORDER BY table_name, version`)
     assert.deepEqual(migrations, [
       { table_name: 'items"; DROP TABLE x; --', version: 1 },
+      { table_name: 'items"; DROP TABLE x; --', version: 2 },
       { table_name: 'second table', version: 1 },
+      { table_name: 'second table', version: 2 },
     ])
   })
 

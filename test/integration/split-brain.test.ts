@@ -17,6 +17,7 @@ import { createNatsSink } from '../../sinks/nats/index.js'
 import { NatsService } from '../../sinks/nats/service.js'
 import { decodeState, replay } from '../../sinks/nats/state.js'
 import { createPostgresSink } from '../../sinks/postgres/index.js'
+import type { FencingToken, WriteFence } from '../../sinks/fence.js'
 import type { Sink } from '../../sinks/sink.js'
 import { FakeClock } from '../support/clock.js'
 import { createBareRemote, git, gitLog, tempDir } from '../support/git.js'
@@ -74,7 +75,7 @@ describe('split brain: two active exporters, one git remote, one PostgreSQL tabl
   })
 
   /** A fresh inventory on the shared sinks (its own document, rows and subjects) and its remote. */
-  async function setup(t: TestContext, drift?: KollectSinkSpec['drift']) {
+  async function setup(t: TestContext, drift?: KollectSinkSpec['drift'], tokens: Record<'a' | 'b', FencingToken | undefined> = { a: undefined, b: undefined }) {
     const root = await tempDir(t)
     const remote = await createBareRemote(root)
     const inventory: ObjectRef = { namespace: 'team-a', name: `shop-${++inventories}` }
@@ -87,12 +88,15 @@ describe('split brain: two active exporters, one git remote, one PostgreSQL tabl
       inventory, generation: 1, targets: [TARGET], debounceMs: DEBOUNCE_MS, maxWaitMs: 10 * DEBOUNCE_MS, suspend: false,
       sinks: Object.entries(specs).map(([name, spec]) => ({ namespace: 'team-a', name, spec })),
     }
-    const exporter = async (name: string) => {
+    const exporter = async (name: 'a' | 'b') => {
       const clock = new FakeClock()
       const pause = new Pause()
+      const token = tokens[name]
       const exp = new Exporter({
         cluster: CLUSTER,
         clock,
+        // Leader election: a renewal an hour ago on this clock still holds, so only the stores can refuse.
+        ...(token ? { renewDeadlineMs: 3_600_000 } : {}),
         backoff: { minMs: 1, maxMs: 5, factor: 2 },
         createSink: async (resolved) => {
           const { spec, namespace, name: sinkName } = resolved as ResolvedSink
@@ -104,6 +108,7 @@ describe('split brain: two active exporters, one git remote, one PostgreSQL tabl
         },
       })
       t.after(() => exp.close())
+      if (token) exp.leaseRenewed(clock.now(), token)
       await exp.applyInventory(composition)
       /** Report the target's items; the debounce runs out on the next export(). */
       const report = async (items: Item[], generation: number) => {
@@ -220,6 +225,33 @@ describe('split brain: two active exporters, one git remote, one PostgreSQL tabl
     await assertHolds(s, snap2, 'the new leader\'s drift check restored S2')
   })
 
+  test('b2. under leader election every store refuses the old leader\'s paused writes: the newer state stays, with no drift check', async (t) => {
+    // Issue 25: the old leader passed its lease check, then paused before its writes reached the
+    // stores; the new holder (a higher epoch of the same Lease) wrote meanwhile.
+    const s = await setup(t, { policy: 'Off' }, { a: { lease: 'lease-uid', epoch: 1 }, b: { lease: 'lease-uid', epoch: 2 } })
+    const s0 = await firstExportOneAfterTheOther(s)
+    const s1 = [bumpReplicas(s0[0] as Item, 50), ...s0.slice(1)]
+    await s.a.report(s1, 2)
+    s.a.pause.hold()
+    s.a.clock.advance(DEBOUNCE_MS)
+    await until(() => s.a.pause.waiting === 3)
+    const s2 = [bumpReplicas(s0[0] as Item, 60), bumpReplicas(s0[1] as Item, 61), ...s0.slice(2, 5), ...targetItems(1, 6)]
+    await s.b.report(s2, 3)
+    await exportAll(s.b)
+    const snap2 = snapshotOf(s.inventory, s2, CLUSTER)
+    await assertHolds(s, snap2, 'the new leader wrote S2')
+    const commits = (await gitLog(s.remote, 'main')).length
+    const published = (await consumerView(s)).messages.length
+
+    s.a.pause.release()
+    await s.a.exp.idle()
+    assert.equal(s.a.pause.writes, 6, 'the old leader\'s three writes reached the sinks')
+    await assertHolds(s, snap2, 'every store refused them')
+    assert.equal((await gitLog(s.remote, 'main')).length, commits, 'no commit pushed')
+    assert.equal((await consumerView(s)).messages.length, published, 'no event published')
+    assert.equal(s.a.exp.pendingCount(), 3, 'the old leader still owes S1: it waits for a renewal, which will not come')
+  })
+
   test('c. interleaved 1-item changes from both: each writer keeps its own changes, the sinks hold the last writer\'s snapshot', async (t) => {
     const s = await setup(t)
     const s0 = await firstExportOneAfterTheOther(s)
@@ -265,10 +297,10 @@ function byUid(x: Item, y: Item): number {
 function paused(sink: Sink, pause: Pause): Sink {
   return {
     ...sink,
-    write: async (snapshot: Snapshot) => {
+    write: async (snapshot: Snapshot, fence?: WriteFence) => {
       await pause.pass()
       pause.passed()
-      return sink.write(snapshot)
+      return sink.write(snapshot, fence)
     },
   }
 }

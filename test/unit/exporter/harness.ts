@@ -1,11 +1,15 @@
 // Shared fixtures for the exporter unit tests: a recording Sink (a test double of our own Sink
 // interface), a factory that hands them out, and builders for compositions and target reports.
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import type { TestContext } from 'node:test'
 import { buildSnapshot, itemKey, itemsChecksum, compareItems } from '../../../api/canonical.js'
 import type {
   InventoryComposition, Item, KollectSinkSpec, ObjectRef, ResolvedSink, Snapshot, TargetReport,
 } from '../../../api/types.js'
 import { diffItems, type HeldItem } from '../../../sinks/diff.js'
+import { NO_FENCE, type FencingToken, type WriteFence } from '../../../sinks/fence.js'
 import { Exporter, type ExporterOptions } from '../../../exporter/index.js'
 import { SinkError, type Sink, type WriteResult } from '../../../sinks/sink.js'
 import { FakeClock } from '../../support/clock.js'
@@ -28,6 +32,8 @@ export interface WriteRecord {
   /** Fake-clock time of the call. */
   at: number
   snapshot: Snapshot
+  /** The fencing token the exporter handed the write (leader election). */
+  token: FencingToken | undefined
 }
 
 export interface RemoveRecord {
@@ -92,8 +98,9 @@ export class RecordingSink implements Sink {
     return this.writes[this.writes.length - 1]
   }
 
-  async write(snapshot: Snapshot): Promise<WriteResult> {
+  async write(snapshot: Snapshot, fence: WriteFence = NO_FENCE): Promise<WriteResult> {
     const record: WriteRecord = {
+      token: fence.token,
       checksum: snapshot.checksum,
       itemCount: snapshot.itemCount,
       inventory: { ...snapshot.inventory },
@@ -107,6 +114,8 @@ export class RecordingSink implements Sink {
       throw this.writeError ? this.writeError() : new SinkError(this.failureMessage, { retriable: true })
     }
     if (this.gate) await this.gate
+    // The commit point, after whatever the gate held the write for: a real sink asks here too.
+    fence.check('committing (test)')
     const diff = diffItems(this.held, snapshot.items)
     this.held = diff.next
     this.writes.push(record)
@@ -257,4 +266,14 @@ export async function eventually(cond: () => boolean, what: string, timeoutMs = 
 /** Let already-scheduled promise callbacks and I/O run. */
 export async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r))
+}
+
+/**
+ * A journal directory removed after the test. The test's exporters close in hooks that may run
+ * after this one, and a journal file they settle meanwhile makes a plain rmdir fail (ENOTEMPTY).
+ */
+export async function journalDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'kollect-journal-'))
+  t.after(() => rm(dir, { recursive: true, force: true, maxRetries: 5 }))
+  return dir
 }

@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type * as k8s from '@kubernetes/client-node'
 import { LeaderElector, type LeaseApi, type LeaseSettings } from '../../../server/leader.js'
+import type { FencingToken } from '../../../sinks/fence.js'
 import { createLogger } from '../../../server/logger.js'
 
 // The elector's timing against a Lease held in memory with the API server's one rule that matters
@@ -23,16 +24,14 @@ class LeaseStore implements LeaseApi {
     return this.lease ? structuredClone(this.lease) : null
   }
 
-  async create(lease: k8s.V1Lease): Promise<boolean> {
-    if (this.lease) return false
-    this.store(lease)
-    return true
+  async create(lease: k8s.V1Lease): Promise<k8s.V1Lease | null> {
+    if (this.lease) return null
+    return this.store(lease)
   }
 
-  async replace(lease: k8s.V1Lease): Promise<boolean> {
-    if (lease.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion) return false
-    this.store(lease)
-    return true
+  async replace(lease: k8s.V1Lease): Promise<k8s.V1Lease | null> {
+    if (lease.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion) return null
+    return this.store(lease)
   }
 
   /** Another holder renews, as its own elector would. */
@@ -44,8 +43,9 @@ class LeaseStore implements LeaseApi {
     return this.lease?.spec?.holderIdentity
   }
 
-  private store(lease: k8s.V1Lease): void {
-    this.lease = { ...structuredClone(lease), metadata: { ...lease.metadata, name: 'kollect-exporter', resourceVersion: String(++this.version) } }
+  private store(lease: k8s.V1Lease): k8s.V1Lease {
+    this.lease = { ...structuredClone(lease), metadata: { ...lease.metadata, name: 'kollect-exporter', uid: 'lease-uid', resourceVersion: String(++this.version) } }
+    return structuredClone(this.lease)
   }
 }
 
@@ -105,4 +105,22 @@ test('a renewal reports when its round began, so a round paused in flight proves
   store.duringRead = () => { now += 2_500 }
   await until(() => renewals.length > before, 'the paused renewal')
   assert.equal(renewals[before], 2_000, 'the paused round counts from when it began')
+})
+
+test('the fencing token is the Lease uid and its transition count: a takeover counts one more, renewals keep it', { timeout: 20_000 }, async (t) => {
+  const store = new LeaseStore()
+  store.renewBy('exporter-a')
+  store.lease!.spec!.leaseTransitions = 4
+  let now = 0
+  const tokens: (FencingToken | undefined)[] = []
+  const elector = new LeaderElector(store, SETTINGS, {
+    onStartedLeading: () => undefined, onStoppedLeading: () => undefined, onRenewed: (_at, token) => tokens.push(token),
+  }, createLogger('silent', 'test'), () => now)
+  t.after(() => elector.stop())
+  elector.start()
+  await until(() => store.reads >= 2, 'the candidate has seen the record')
+  now += 4_001
+  await until(() => tokens.length >= 3, 'the takeover and two renewals')
+  assert.deepEqual(tokens.slice(0, 3), [{ lease: 'lease-uid', epoch: 5 }, { lease: 'lease-uid', epoch: 5 }, { lease: 'lease-uid', epoch: 5 }])
+  assert.equal(store.lease?.spec?.leaseTransitions, 5)
 })
