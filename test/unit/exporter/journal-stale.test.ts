@@ -3,20 +3,11 @@
 // wrote meanwhile (issue 25, scenario 4).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import type { ResolvedSink, Snapshot } from '../../../api/types.js'
 import { PendingJournal } from '../../../exporter/pending-journal.js'
 import { createMetrics } from '../../../server/metrics.js'
 import { SinkError, type Sink, type WriteResult } from '../../../sinks/sink.js'
-import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, settle, T1 } from './harness.js'
-
-async function journalDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'kollect-journal-'))
-  t.after(() => rm(dir, { recursive: true, force: true }))
-  return dir
-}
+import { composition, eventually, expected, harness, INV, journalDir, itemsOf, LIMIT, report, resolvedSink, settle, T1 } from './harness.js'
 
 /** One store of record that several exporters write to, as git, PostgreSQL or NATS is. */
 class SharedStore {

@@ -2,17 +2,10 @@
 // exporter resumes it before any target re-reports (issue 16, finding 5).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { PendingJournal } from '../../../exporter/pending-journal.js'
-import { composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, settle, T1 } from './harness.js'
-
-async function journalDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'kollect-journal-'))
-  t.after(() => rm(dir, { recursive: true, force: true }))
-  return dir
-}
+import { composition, eventually, expected, harness, INV, journalDir, itemsOf, LIMIT, report, resolvedSink, settle, T1 } from './harness.js'
 
 /** The journal's own files; writeFileAtomic's temporaries start with a dot. */
 const isJournal = (name: string): boolean => name.endsWith('.json') && !name.startsWith('.')
