@@ -200,11 +200,13 @@ export class GitRepository {
 
   /**
    * The fencing epoch in the newest commit at or before `rev` that names `lease` in its trailers
-   * (leader election), or undefined when none does. The lease is matched as a fixed string.
+   * (leader election), or undefined when none does. The lease is data: matched escaped, as a whole line.
    */
   async leaseEpoch(lease: string, rev: string): Promise<number | undefined> {
     if ((await this.resolve(rev)) === '') return undefined
-    const out = await this.run('log', ['log', '-1', '-F', `--grep=${LEASE_TRAILER}: ${lease}`, `--format=%(trailers:key=${EPOCH_TRAILER},valueonly)`, rev, '--'])
+    // A whole trailer line: a lease whose uid another one's begins with must not match.
+    const line = `^${LEASE_TRAILER}: ${lease.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`
+    const out = await this.run('log', ['log', '-1', '-E', `--grep=${line}`, `--format=%(trailers:key=${EPOCH_TRAILER},valueonly)`, rev, '--'])
     const epoch = Number(out.trim())
     return out.trim() !== '' && Number.isSafeInteger(epoch) ? epoch : undefined
   }

@@ -71,8 +71,8 @@ export function snapshotKey(prefix: string, at: Date, checksum: string): string 
 }
 
 export function encodePointer(pointer: Pointer): string {
-  const { version, cluster, inventory, checksum, previousChecksum, itemCount, layout, snapshot } = pointer
-  return `${JSON.stringify({ version, cluster, inventory, checksum, previousChecksum, itemCount, layout, ...(snapshot ? { snapshot } : {}) }, null, 2)}\n`
+  const { version, cluster, inventory, checksum, previousChecksum, itemCount, layout, snapshot, fencing } = pointer
+  return `${JSON.stringify({ version, cluster, inventory, checksum, previousChecksum, itemCount, layout, ...(snapshot ? { snapshot } : {}), ...(fencing ? { fencing } : {}) }, null, 2)}\n`
 }
 
 /** The pointer a store holds, or undefined when the text is not one (it is then overwritten). */
