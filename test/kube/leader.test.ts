@@ -7,12 +7,19 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
+import type { ResolvedSink } from '../../api/types.js'
 import { httpExporterClient } from '../../server/exporter-app.js'
-import { createBareRemote } from '../support/git.js'
+import { natsSettings } from '../../sinks/nats/config.js'
+import { subjectFor } from '../../sinks/nats/encode.js'
+import { NatsService } from '../../sinks/nats/service.js'
+import { createBareRemote, gitLog } from '../support/git.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
 import type { EntryProcess } from '../support/kollect-process.js'
-import { exporterBase as base, exportedHistory as historyOf, isLeaderReady as isReady, landedIn, leaderOf, reportReplicas as change, startLeaderExporter } from '../support/leader.js'
+import { exporterBase as base, exportedHistory as historyOf, isLeaderReady as isReady, landedIn, LEADER_INV, leaderOf, reportReplicas as change, startLeaderExporter } from '../support/leader.js'
 import { pollUntil, waitForExit } from '../support/process.js'
+import { startPostgres } from '../support/postgres.js'
+import { startNats } from '../support/nats.js'
+import { listKeys, startS3 } from '../support/s3.js'
 
 const LEASE_MS = 4_000
 const NONE = { mode: 'none', reason: 'test' } as const
@@ -132,31 +139,67 @@ test('a holder that sees another holder stops writing at once, and writes the he
   assert.deepEqual(await exportedHistory(repo), [21, 22])
 })
 
-test('a holder stopped inside its debounce and resumed after a takeover writes nothing: its last renewal is past the renew deadline', { timeout: 180_000 }, async () => {
+test('a holder stopped inside its debounce and resumed after a takeover writes nothing to any store: git, PostgreSQL, NATS, S3', { timeout: 240_000 }, async (t) => {
+  // Issue 25, scenario 3: its debounce timer fires before its renew loop learns the Lease is gone.
+  const [pg, nats, s3] = await Promise.all([startPostgres(), startNats(), startS3()])
+  t.after(() => Promise.all([pg.destroy(), nats.destroy(), s3.destroy()]).then(() => undefined))
+  await cp.applyYaml([
+    'apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}',
+    `apiVersion: v1\nkind: Secret\nmetadata: {name: paused-pg, namespace: team-a}\nstringData: {dsn: ${JSON.stringify(pg.dsn)}}`,
+    `apiVersion: v1\nkind: Secret\nmetadata: {name: paused-s3, namespace: team-a}\nstringData: ${JSON.stringify(s3.credentials)}`,
+  ].join('\n---\n'))
+  const natsSpec = { url: nats.url, stream: 'PAUSED', subject: 'paused' }
+  const others: ResolvedSink[] = [
+    { namespace: 'team-a', name: 'db', spec: { type: 'postgres', cluster: 'lab-west', secretRef: { name: 'paused-pg' }, postgres: { table: 'paused_items' } } },
+    { namespace: 'team-a', name: 'events', spec: { type: 'nats', cluster: 'lab-west', nats: natsSpec } },
+    { namespace: 'team-a', name: 'objects', spec: { type: 's3', cluster: 'lab-west', secretRef: { name: 'paused-s3' }, s3: { bucket: s3.bucket, endpoint: s3.endpoint, pathStyle: true, layout: 'document', keepSnapshots: 100 } } },
+  ]
+  const reader = new NatsService(natsSettings({ id: 'test/reader', spec: { type: 'nats', nats: natsSpec }, credentials: {}, dataDir: '/nonexistent' }))
+  t.after(() => reader.close())
+  const prefix = `inventory/lab-west/${LEADER_INV.namespace}/${LEADER_INV.name}`
+  /** Every snapshot each store was ever given, oldest first, read from the store itself. */
+  const histories = async (): Promise<Record<string, string[]>> => ({
+    git: (await gitLog(repo, 'main').catch(() => [])).reverse().map((c) => c.trailers['Kollect-Checksum'] ?? '').filter(Boolean),
+    postgres: (await pg.query<{ checksum: string }>('SELECT checksum FROM paused_items_snapshots WHERE inventory_name = $1 ORDER BY id', [LEADER_INV.name])).map((r) => r.checksum),
+    nats: (await reader.readPublished(subjectFor(natsSpec.subject, { cluster: 'lab-west', inventory: LEADER_INV }, '*'), 0))
+      .flatMap((m) => (m.body.type === 'snapshot' ? [m.body.checksum] : [])),
+    s3: (await listKeys(s3, `${prefix}/snapshots/`)).sort().map((key) => key.slice(-'.json'.length - 64, -'.json'.length)),
+  })
+
   const repo = await createBareRemote(root, 'paused.git')
   const pair = [await startExporter('paused-a', 'paused-test'), await startExporter('paused-b', 'paused-test')]
   const { leader, standby } = await leaderOf(pair)
   // A 2 s debounce, so the stop lands inside it even on a loaded machine.
   const DEBOUNCE_MS = 2_000
-  await change(pair, repo, 31, DEBOUNCE_MS)
-  await landedIn(repo, 31, leader)
+  const changeTo = (to: EntryProcess[], replicas: number) => change(to, repo, replicas, DEBOUNCE_MS, others)
+  const everywhere = (replicas: number, writer: EntryProcess) => pollUntil(`replicas ${replicas} in every store`, async () => {
+    const checksum = (await gitLog(repo, 'main').catch(() => [])).find((c) => c.subject.includes('deployments'))?.trailers['Kollect-Checksum']
+    if ((await exportedHistory(repo)).at(-1) !== replicas || !checksum) return false
+    return Object.values(await histories()).every((h) => h.at(-1) === checksum)
+  }, { timeoutMs: 30_000, proc: writer.proc })
+  await changeTo(pair, 31)
+  await everywhere(31, leader)
 
-  await change(pair, repo, 32, DEBOUNCE_MS)
+  await changeTo(pair, 32)
   leader.proc.signalGroup('SIGSTOP')
   try {
     await pollUntil('the standby takes the lease', () => isReady(standby), { timeoutMs: 3 * LEASE_MS, proc: standby.proc })
     // A stopped process takes no report: the hooks' calls to it would hang.
     for (const replicas of [33, 34]) {
-      await change([standby], repo, replicas, DEBOUNCE_MS)
-      await landedIn(repo, replicas, standby)
+      await changeTo([standby], replicas)
+      await everywhere(replicas, standby)
     }
   } finally {
     leader.proc.signalGroup('SIGCONT')
   }
-  // Resumed, its debounce timer fires before its renew loop learns the Lease is gone.
   await pollUntil('the resumed holder turns standby', async () => !(await isReady(leader)), { timeoutMs: 10_000, proc: leader.proc })
-  // Long enough for the late push the issue measured (1.3 to 2.6 s after the loss) to land.
+  // Long enough for the late writes the issue measured (1.3 to 2.6 s after the loss) to land.
   await new Promise((r) => setTimeout(r, 5_000))
-  const history = await exportedHistory(repo)
-  assert.deepEqual(history.slice(history.indexOf(33)), [33, 34], `nothing older after the new holder's exports: ${history.join(', ')}`)
+  const values = await exportedHistory(repo)
+  assert.deepEqual(values.slice(values.indexOf(33)), [33, 34], `git: nothing older after the new holder's exports: ${values.join(', ')}`)
+  const commits = (await gitLog(repo, 'main')).reverse().map((c) => c.trailers['Kollect-Checksum'])
+  const [c33, c34] = commits.slice(-2)
+  for (const [store, history] of Object.entries(await histories())) {
+    assert.deepEqual(history.slice(history.indexOf(c33 as string)), [c33, c34], `${store}: the new holder's two exports, and nothing after them`)
+  }
 })

@@ -1,7 +1,7 @@
 // Exporter processes competing for a Lease on a real API server and sharing one bare git remote:
 // what test/kube/leader.test.ts and bench/failover.ts both drive them by.
 import assert from 'node:assert/strict'
-import type { InventoryComposition, ObjectRef, Snapshot } from '../../api/types.js'
+import type { InventoryComposition, ObjectRef, ResolvedSink, Snapshot } from '../../api/types.js'
 import { httpExporterClient } from '../../server/exporter-app.js'
 import { git, gitLog } from './git.js'
 import { get } from './hooks-server.js'
@@ -54,24 +54,25 @@ export async function leaderOf(pair: EntryProcess[]): Promise<{ leader: EntryPro
   return { leader: pair[ready.indexOf(true)] as EntryProcess, standby: pair[ready.indexOf(false)] as EntryProcess, ready }
 }
 
-function composition(repo: string, debounceMs: number): InventoryComposition {
+function composition(repo: string, debounceMs: number, others: ResolvedSink[]): InventoryComposition {
   return {
     inventory: LEADER_INV, generation: 1, targets: [TARGET], debounceMs, maxWaitMs: Math.max(debounceMs, 1_000), suspend: false,
-    sinks: [{ namespace: 'team-a', name: 'record', spec: { type: 'git', cluster: 'lab-west', git: { url: repo, branch: 'main' } } }],
+    sinks: [{ namespace: 'team-a', name: 'record', spec: { type: 'git', cluster: 'lab-west', git: { url: repo, branch: 'main' } } }, ...others],
   }
 }
 
 let generation = 0
 /**
  * The first item at `replicas`, reported with the composition to every exporter still running, as
- * the hooks fan them out. Keep `debounceMs` the same for one repo: a new one is a changed composition.
+ * the hooks fan them out. Keep `debounceMs` and `others` (sinks besides the git remote) the same
+ * for one repo: new ones are a changed composition.
  */
-export async function reportReplicas(to: EntryProcess[], repo: string, replicas: number, debounceMs = 100): Promise<void> {
+export async function reportReplicas(to: EntryProcess[], repo: string, replicas: number, debounceMs = 100, others: ResolvedSink[] = []): Promise<void> {
   generation++
   const items = [bumpReplicas(ITEMS[0] as (typeof ITEMS)[number], replicas), ...ITEMS.slice(1)]
   await Promise.all(to.filter((e) => !e.proc.hasExited()).map(async (e) => {
     const c = httpExporterClient(exporterBase(e), NONE)
-    await c.applyInventory(composition(repo, debounceMs))
+    await c.applyInventory(composition(repo, debounceMs, others))
     assert.deepEqual(await c.reportTarget({ target: TARGET, generation, checksum: '', items, failedKeys: [] }), { accepted: true })
   }))
 }
