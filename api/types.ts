@@ -134,7 +134,11 @@ export interface Snapshot {
   checksum: string
   items: Item[]
   /** Hub exports only: when the spoke published the marker this snapshot closes, so a reader sees since when a silent spoke's data dates. */
-  spoke?: { lastMarkerAt: string }
+  spoke?: {
+    lastMarkerAt: string
+    /** How often the hub re-read this inventory from the spoke's stream after a marker that failed its check; absent while never. */
+    rereads?: number
+  }
 }
 
 /** What a target sync hands to the exporter. */

@@ -19,6 +19,8 @@ export interface HeldInventory {
   /** The last marker's checksum, and when the spoke published it (RFC 3339, from the stream). */
   checksum: string | null
   lastMarkerAt: string | null
+  /** Re-reads from the stream after a marker the held items did not give (hub.ts); absent while none. */
+  rereads?: number
 }
 
 export type FleetState = Record<string, HeldInventory>

@@ -7,6 +7,7 @@ import { natsSettings } from '../sinks/nats/config.js'
 import { subjectFor } from '../sinks/nats/encode.js'
 import { readStreamRange } from '../sinks/nats/read.js'
 import { createSinkFactory } from '../sinks/registry.js'
+import type { Snapshot } from '../api/types.js'
 import type { Sink } from '../sinks/sink.js'
 import { applyMessage, type FleetState, type HeldInventory, type StreamMessage, type Verdict } from './fleet.js'
 import { readSecretDir, type HubConfig } from './config.js'
@@ -170,7 +171,7 @@ export class Hub {
       case 'snapshot':
         // Catching up (a replay, or a hub that was stopped): only an inventory's newest marker is exported, so the sinks never go back in time.
         if (await this.newerMarker(m)) break
-        await this.exportAll(v.key, (s) => s.write({ ...v.snapshot, spoke: { lastMarkerAt: v.lastMarkerAt } }))
+        await this.exportAll(v.key, (s) => s.write({ ...v.snapshot, spoke: spokeOf(v.lastMarkerAt, this.state[v.key]?.rereads) }))
         this.noteMarker(v.snapshot.cluster, v.lastMarkerAt)
         break
       case 'tombstone':
@@ -208,7 +209,8 @@ export class Hub {
     const text = new TextDecoder()
     for (const r of read) applyMessage(picture, config.nats.subject, this.allowed, { subject: r.subject, seq: r.seq, time: r.time, body: parseBody(text.decode(r.data)) })
     const verdict = applyMessage(picture, config.nats.subject, this.allowed, msg)
-    this.state[key] = picture[key] as HeldInventory
+    // Counted in the saved picture, so the hub's document says so after a restart too.
+    this.state[key] = { ...(picture[key] as HeldInventory), rereads: Math.max(held.rereads ?? 0, base?.rereads ?? 0) + 1 }
     metrics.rereads.inc({ cluster: held.cluster })
     log('info', 'a spoke marker did not match the items the hub held; re-read the inventory from its last good marker', { inventory: key, from: after + 1, to: msg.seq, messages: read.length, result: verdict.kind })
     return verdict
@@ -259,6 +261,10 @@ export class Hub {
     const ms = Date.parse(at)
     if (ms > (this.options.metrics.lastMarker.get(cluster) ?? 0)) this.options.metrics.lastMarker.set(cluster, ms)
   }
+}
+
+function spokeOf(lastMarkerAt: string, rereads: number | undefined): NonNullable<Snapshot['spoke']> {
+  return rereads ? { lastMarkerAt, rereads } : { lastMarkerAt }
 }
 
 function parseBody(text: string): unknown {

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
-import type { Item, ObjectRef } from '../../api/types.js'
+import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
 import { parseHubConfig } from '../../hub/config.js'
 import { inventoryKey } from '../../hub/fleet.js'
 import { Hub } from '../../hub/hub.js'
@@ -35,6 +35,8 @@ interface Bench {
   caughtUp: () => Promise<void>
   /** The checksum of the hub's Git document for the inventory. */
   exported: () => Promise<string>
+  /** The hub's Git document for the inventory. */
+  document: () => Promise<Snapshot>
   replicasRows: (n: number) => Promise<number>
 }
 
@@ -50,6 +52,7 @@ async function bench(t: TestContext, ackWaitSeconds: number): Promise<Bench> {
   mkdirSync(path.join(root, 'pg-secret'))
   writeFileSync(path.join(root, 'pg-secret', 'dsn'), pg.dsn)
   const dataDir = path.join(root, 'hub-data')
+  const document = async (): Promise<Snapshot> => JSON.parse(await showFile(remote, 'main', `inventory/east/${INV.namespace}/${INV.name}.json`)) as Snapshot
   const config = parseHubConfig(JSON.stringify({
     nats: { url: nats.url, ackWaitSeconds },
     clusters: ['east'],
@@ -80,7 +83,8 @@ async function bench(t: TestContext, ackWaitSeconds: number): Promise<Bench> {
       const info = await jsm.consumers.info('KOLLECT', 'kollect-hub')
       return info.num_pending === 0 && info.num_ack_pending === 0
     }, { timeoutMs: 60_000 }),
-    exported: async () => (JSON.parse(await showFile(remote, 'main', `inventory/east/${INV.namespace}/${INV.name}.json`)) as { checksum: string }).checksum,
+    exported: async () => (await document()).checksum,
+    document,
     replicasRows: async (n) => Number((await pg.query(`SELECT count(*) AS n FROM "public"."kollect_items" WHERE cluster = 'east' AND attributes->>'replicas' = $1`, [String(n)]))[0]?.n),
   }
 }
@@ -150,7 +154,9 @@ test('scenario 5: a hub stopped mid-catch-up, restarted with newer messages befo
   await pollUntil('hub exported the latest marker to Git and PostgreSQL', async () => (await b.exported()) === checksum(items) && (await b.replicasRows(43)) === 3, { timeoutMs: (ACK_WAIT_S + 40) * 1000 })
   assert.equal(await b.replicasRows(42), N / 2)
   assert.equal(await b.replicasRows(43), 3)
-  assert.ok((await metrics.rereads.get()).values.some((v) => v.labels.cluster === 'east' && v.value > 0), 'the re-read is counted')
+  const rereads = (await metrics.rereads.get()).values.find((v) => v.labels.cluster === 'east')?.value ?? 0
+  assert.ok(rereads > 0, 'the re-read is counted')
+  assert.equal((await b.document()).spoke?.rereads, rereads, 'and shown in the hub\'s document')
   // The redeliveries, once they come, change nothing.
   await b.caughtUp()
   assert.equal(await b.exported(), checksum(items))
