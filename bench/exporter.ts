@@ -3,7 +3,8 @@
 // each export wrote (rows, events, Git diff lines) and the ratio incremental / initial time,
 // then checks that 1,000 target updates inside one debounce window make one export per sink.
 // Drift checks are off in the exporter, so export times are the writes alone; what a check costs
-// is timed separately, on its own sink instances, as a ratio over the initial export.
+// is timed separately, on its own sink instances, as a ratio over the initial export. So is what
+// leader election's fencing costs each sink of record (fencingCost).
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -11,14 +12,16 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import type { InventoryComposition, Item, ResolvedSink } from '../api/types.js'
 import { Exporter, type ExportEvent } from '../exporter/index.js'
+import { NO_FENCE, type WriteFence } from '../sinks/fence.js'
 import { createSinkFactory } from '../sinks/registry.js'
+import type { Sink } from '../sinks/sink.js'
 import { createBareRemote, git } from '../test/support/git.js'
 import { bumpReplicas, makeItems, TARGET } from '../test/support/items.js'
 import { startNats } from '../test/support/nats.js'
 import { startPostgres } from '../test/support/postgres.js'
 import { countingProxy, startS3 } from '../test/support/s3.js'
 import { buildSnapshot, compareItems, itemHash, itemsChecksum } from '../api/canonical.js'
-import { report, timeMsAsync } from './stats.js'
+import { median, report, timeMsAsync } from './stats.js'
 import type { KollectSinkSpec } from '../api/types.js'
 import { kafkaSettings } from '../sinks/kafka/config.js'
 import { partitionFor } from '../sinks/kafka/encode.js'
@@ -71,6 +74,79 @@ export async function initialThenChange<T>(run: BenchRun, count: number, observe
   const incrementalMs = await run.exportNow()
   const change = await read()
   return { items, initialMs, incrementalMs, initial, change }
+}
+
+/** One-item changes per sink in the fencing measurement, fenced and unfenced alternating. */
+const FENCING_ROUNDS = 20
+/**
+ * Fencing's overhead over an unfenced 1-item export, per sink. The git sink pays one `git log`
+ * (and a rev-parse) per export; the others record a few bytes more at a commit point they already
+ * have. The rest is margin: two unfenced twins' medians differ by up to 0.2 on two shared cores.
+ */
+const FENCING_BOUND = 0.3
+
+export interface FencingCost {
+  sink: string
+  /** The fenced instance's initial export. */
+  initialMs: number
+  fencedMs: number
+  unfencedMs: number
+  /** Every change wrote its one item, and every fenced write checked its fence. */
+  written: boolean
+}
+
+/**
+ * What fencing costs a sink of record, as a ratio to a 1-item export: two instances of `resolved`
+ * write twin inventories of the same store (git: twin branches of the remote), one with a fencing
+ * token the store records and compares, one without. After an initial export each, the same
+ * 1-item changes alternate between them (order swapped every round), so both share the noise.
+ */
+export async function fencingCost(create: (s: ResolvedSink) => Promise<Sink>, resolved: ResolvedSink, items: Item[]): Promise<FencingCost> {
+  let checks = 0
+  const fence: WriteFence = { token: { lease: 'bench-lease', epoch: 1 }, check: () => void checks++ }
+  const twin = async (kind: 'fenced' | 'unfenced', f: WriteFence) => {
+    const spec = resolved.spec.git ? { ...resolved.spec, git: { ...resolved.spec.git, branch: kind } } : resolved.spec
+    const sink = await create({ ...resolved, name: `${resolved.name}-${kind}`, spec })
+    return { sink, fence: f, inventory: { namespace: INVENTORY.namespace, name: `${INVENTORY.name}-${kind}` }, ms: [] as number[] }
+  }
+  const fenced = await twin('fenced', fence)
+  const unfenced = await twin('unfenced', NO_FENCE)
+  try {
+    const initialMs = await timeMsAsync(() => fenced.sink.write(buildSnapshot(fenced.inventory, 'bench', items), fence))
+    await unfenced.sink.write(buildSnapshot(unfenced.inventory, 'bench', items), NO_FENCE)
+    let written = true
+    const changed = Math.min(4321, items.length - 1)
+    for (let round = 0; round < FENCING_ROUNDS; round++) {
+      const next = items.map((it, i) => (i === changed ? bumpReplicas(it, 2000 + round) : it))
+      for (const t of round % 2 ? [unfenced, fenced] : [fenced, unfenced]) {
+        const snapshot = buildSnapshot(t.inventory, 'bench', next)
+        const before = checks
+        t.ms.push(await timeMsAsync(async () => {
+          written &&= (await t.sink.write(snapshot, t.fence)).changed === 1
+        }))
+        written &&= t.fence === NO_FENCE || checks > before
+      }
+    }
+    return { sink: resolved.name, initialMs, fencedMs: median(fenced.ms), unfencedMs: median(unfenced.ms), written }
+  } finally {
+    await Promise.all([fenced.sink.close(), unfenced.sink.close()])
+  }
+}
+
+/** The report's rows and targets for fencingCost's figures. */
+function fencingReport(costs: FencingCost[]): { rows: [string, string][]; targets: [string, boolean][] } {
+  const overhead = (c: FencingCost) => (c.fencedMs - c.unfencedMs) / c.unfencedMs
+  const names = costs.map((c) => c.sink).join(' / ')
+  return {
+    rows: [
+      [`fencing: ${FENCING_ROUNDS} alternating 1-item exports, per sink`, 'fenced / unfenced median; overhead over the unfenced, over the initial export'],
+      ...costs.map((c): [string, string] => [`  ${c.sink}`, `${c.fencedMs.toFixed(1)} ms / ${c.unfencedMs.toFixed(1)} ms; ${overhead(c).toFixed(3)}, ${((c.fencedMs - c.unfencedMs) / c.initialMs).toFixed(4)} (initial ${c.initialMs.toFixed(0)} ms)`]),
+    ],
+    targets: [
+      [`fencing <= ${FENCING_BOUND} of a 1-item export: ${names}`, costs.every((c) => overhead(c) <= FENCING_BOUND)],
+      ['fenced and unfenced changes written, fence checked', costs.every((c) => c.written)],
+    ],
+  }
 }
 
 export async function benchExporter(count = 10_000, layout: 'document' | 'perResource' = 'document'): Promise<boolean> {
@@ -127,6 +203,11 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
       }
     }
 
+    const fencingSinks = createSinkFactory({ dataDir: path.join(root, 'fencing'), credentials: async () => ({ dsn: pg.dsn }), checkEndpoint: async () => null })
+    const fencing: FencingCost[] = []
+    for (const s of sinks) fencing.push(await fencingCost(fencingSinks, s, items))
+    const fencingFigures = fencingReport(fencing)
+
     // 1,000 updates in one debounce window: one export per sink.
     const burstComposition = { ...run.composition, debounceMs: 300, maxWaitMs: 60_000 }
     await exporter.applyInventory(burstComposition)
@@ -156,11 +237,13 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
       ['1,000 updates in one debounce window: exports git/pg/nats', perSinkBurst.join('/')],
       ['drift check in step: git / postgres', `${(driftMs['git'] ?? 0).toFixed(0)} ms / ${(driftMs['pg'] ?? 0).toFixed(0)} ms`],
       ['  over the initial export of that sink', ['git', 'pg'].map((n) => ((driftMs[n] ?? 0) / (initialSinks[n] ?? 1)).toFixed(3)).join(' / ')],
+      ...fencingFigures.rows,
     ], [
       ['drift checks find the exported record in step', driftInStep],
       ['1 row, 1 event + marker, 1-item git diff', changeRows === 1 && changeEvents === 2 && changedItemGitLines === 2],
       ['ratio <= 0.1', ratio <= 0.1],
       ['one export per sink for a burst', perSinkBurst.every((n) => n === 1)],
+      ...fencingFigures.targets,
     ])
   } finally {
     await nc.close()
@@ -209,6 +292,9 @@ export async function benchS3Exporter(count = 10_000): Promise<boolean> {
         await sink.close()
       }
     }
+    const fencing: FencingCost[] = []
+    for (const s of sinks) fencing.push(await fencingCost(checkers, s, items))
+    const fencingFigures = fencingReport(fencing)
 
     const ratio = (name: string) => (change[name] ?? Infinity) / (initial[name] ?? 1)
     return report(`exporter: ${count}-item inventory to s3 (versitygw), document and perResource layouts`, [
@@ -223,10 +309,12 @@ export async function benchS3Exporter(count = 10_000): Promise<boolean> {
       ['ratio incremental / initial: perResource', ratio('items').toFixed(3)],
       ['drift check in step: document / perResource', `${(driftMs['doc'] ?? 0).toFixed(0)} ms / ${(driftMs['items'] ?? 0).toFixed(0)} ms`],
       ['  over the initial export of that sink', ['doc', 'items'].map((n) => ((driftMs[n] ?? 0) / (initial[n] ?? 1)).toFixed(3)).join(' / ')],
+      ...fencingFigures.rows,
     ], [
       ['drift checks find the exported bucket in step', driftInStep],
       ['one item object (perResource), one document, a pointer each', changeItems === 1 && changeDocs === 1 && changePointers === 2],
       ['perResource ratio <= 0.1', ratio('items') <= 0.1],
+      ...fencingFigures.targets,
     ])
   } finally {
     await proxy.close()
