@@ -9,28 +9,25 @@ import { JournalKeeper } from './journaling.js'
 import { boundedClock, realClock, type Clock, type ExporterOptions } from './options.js'
 import { SinkPool } from './pool.js'
 import { DEFAULT_BACKOFF } from './retry.js'
-import { newInventoryRuntime, type InventoryRuntime } from './runtime.js'
-import { Schedule } from './schedule.js'
-import { finalizeSinks, reconcileSinks } from './sink-lifecycle.js'
+import { Inventory, type InventoryDeps } from './inventory.js'
 import { exportState } from './state.js'
+import type { DriverContext } from './strategy.js'
 import { TargetStore } from './targets.js'
-import { SinkWriter } from './writer.js'
 
 /**
  * Holds the latest items per target and the composition per inventory; debounces and writes
  * snapshots to each sink independently. Everything it decides is in memory: after a restart
  * the completeness gate keeps it from exporting until every target has reported again, and
  * each sink diffs against what it holds itself, so nothing is deleted downstream by accident.
- * This facade wires the parts: targets.ts, schedule.ts, writer.ts, pool.ts, sink-lifecycle.ts, state.ts,
- * journaling.ts.
+ * This facade wires the parts: targets.ts, inventory.ts (its debounce, schedule.ts, and one
+ * sink-driver.ts per sink), pool.ts, state.ts, journaling.ts.
  */
 export class Exporter implements ExporterClient {
-  private readonly inventories = new Map<string, InventoryRuntime>()
+  private readonly inventories = new Map<string, Inventory>()
   private readonly clock: Clock
   private readonly targets: TargetStore
   private readonly pool: SinkPool
-  private readonly schedule: Schedule
-  private readonly writer: SinkWriter
+  private readonly deps: InventoryDeps
   private readonly journal: JournalKeeper
   private readonly fence: LeaseFence
   private closed = false
@@ -44,20 +41,25 @@ export class Exporter implements ExporterClient {
     const log = this.log.bind(this)
     this.targets = new TargetStore(options.budget, options.observer, log)
     this.pool = new SinkPool(options.createSink, this.clock, options.checkGrant)
-    this.schedule = new Schedule(this.clock, (inv) => this.exportNow(inv))
     this.journal = new JournalKeeper(options.journal, log, options.observer)
-    this.writer = new SinkWriter({
+    const ctx: DriverContext = {
       clock: this.clock,
       backoff: options.backoff ?? DEFAULT_BACKOFF,
-      pool: this.pool,
       observer: options.observer,
       log,
-      onFailing: (inv) => void this.journal.save(inv),
-      onConfirmed: (inv) => this.journal.settle(inv),
-      onStopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
       mayWrite: () => this.fence.holds(),
       fence: this.fence,
-    })
+    }
+    this.deps = {
+      ctx,
+      pool: this.pool,
+      events: (inv) => ({
+        failing: () => void this.journal.save(inv),
+        confirmed: () => this.journal.settle(inv),
+        stopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
+      }),
+      due: (inv) => this.exportNow(inv),
+    }
   }
 
   /** The configured bounds, in bytes. */
@@ -84,11 +86,10 @@ export class Exporter implements ExporterClient {
     let inv = this.inventories.get(refKey(composition.inventory))
     if (!inv) {
       inv = this.addInventory(composition)
-      this.schedule.dirty(inv, this.closed)
+      this.dirty(inv)
     } else if (canonicalJson(inv.composition) !== canonicalJson(composition)) {
-      inv.composition = composition
-      reconcileSinks(inv, this.pool, this.writer)
-      this.schedule.dirty(inv, this.closed)
+      inv.recompose(composition)
+      this.dirty(inv)
     }
     return this.state(inv)
   }
@@ -105,17 +106,10 @@ export class Exporter implements ExporterClient {
       return { finalized: false, state }
     }
     if (inv.finalized) return this.finished(key, inv)
-    if (!inv.finalizing) {
-      this.schedule.cancel(inv)
-      inv.finalizing = this.runFinalize(inv).then(
-        () => { inv.finalized = true },
-        (err: Error) => {
-          inv.finalizing = null
-          this.log('warn', 'finalize failed; will retry on the next finalize call', { inventory: key, error: err.message })
-        },
-      )
-    }
-    await Promise.race([inv.finalizing, new Promise((r) => this.clock.setTimeout(() => r(undefined), 2000))])
+    const finalizing = inv.beginFinalize(() => this.runFinalize(inv), (err) => {
+      this.log('warn', 'finalize failed; will retry on the next finalize call', { inventory: key, error: err.message })
+    })
+    await Promise.race([finalizing, new Promise((r) => this.clock.setTimeout(() => r(undefined), 2000))])
     if (inv.finalized) return this.finished(key, inv)
     return { finalized: false, state: this.state(inv) }
   }
@@ -137,24 +131,24 @@ export class Exporter implements ExporterClient {
   /** Resolves when no sink has work in flight or queued (for tests and graceful shutdown). */
   async idle(): Promise<void> {
     for (;;) {
-      const running = [...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)).filter(Boolean)
-      if (running.length === 0) return
-      await Promise.allSettled(running)
+      const busy = this.drivers().filter((d) => d.busy)
+      if (busy.length === 0) return
+      await Promise.allSettled(busy.map((d) => d.settled))
     }
   }
 
   /** Export now every inventory whose debounce timer is armed (graceful shutdown, tests). */
   flush(): void {
-    for (const inv of this.inventories.values()) this.schedule.flush(inv)
+    for (const inv of this.inventories.values()) inv.debounce.flush()
   }
 
   async close(): Promise<void> {
     this.closed = true
     for (const inv of this.inventories.values()) {
-      this.clock.clearTimeout(inv.timer)
-      for (const s of inv.sinks.values()) this.writer.stop(s)
+      inv.debounce.cancel()
+      for (const d of inv.drivers) d.stop()
     }
-    await Promise.allSettled([...this.inventories.values()].flatMap((inv) => [...inv.sinks.values()].map((s) => s.running)))
+    await Promise.allSettled(this.drivers().map((d) => d.settled))
     // A confirmation's journal update is not awaited by its writer: a closed exporter writes nothing more.
     await this.journal.journal?.drain()
     await this.pool.close()
@@ -187,7 +181,7 @@ export class Exporter implements ExporterClient {
    * saved, and the ones that could not be (a full disk), with the first reason.
    */
   async savePending(): Promise<{ saved: number; failed: number; error?: string }> {
-    const owing = [...this.inventories.values()].filter((inv) => !inv.finalizing && [...inv.sinks.values()].some((rt) => rt.pending))
+    const owing = [...this.inventories.values()].filter((inv) => !inv.finalizing && inv.drivers.some((d) => d.owes))
     const errors = (await Promise.all(owing.map((inv) => this.journal.save(inv)))).filter((e) => e !== undefined)
     return { saved: owing.length - errors.length, failed: errors.length, ...(errors[0] ? { error: errors[0].message } : {}) }
   }
@@ -207,17 +201,12 @@ export class Exporter implements ExporterClient {
     if (active === this.active || this.closed) return
     this.active = active
     for (const inv of this.inventories.values()) {
-      for (const rt of inv.sinks.values()) {
-        if (!active) {
-          this.writer.stop(rt)
-          rt.pending = null
-        } else {
-          if (rt.abort.signal.aborted) rt.abort = new AbortController()
-          rt.confirmed = null
-        }
+      for (const d of inv.drivers) {
+        if (active) d.activate()
+        else d.standBy()
       }
       if (active && !inv.finalizing && !inv.finalized) {
-        this.schedule.cancel(inv)
+        inv.debounce.cancel()
         this.exportNow(inv)
       }
     }
@@ -231,13 +220,11 @@ export class Exporter implements ExporterClient {
   leaseRenewed(at: number, token?: FencingToken): void {
     this.fence.renewed(at, token)
     if (!this.active || this.closed) return
-    for (const inv of this.inventories.values()) for (const rt of inv.sinks.values()) if (rt.fenced) this.writer.drive(inv, rt)
+    for (const d of this.drivers()) d.renewed()
   }
 
   pendingCount(): number {
-    let n = 0
-    for (const inv of this.inventories.values()) for (const s of inv.sinks.values()) if (s.pending) n++
-    return n
+    return this.drivers().filter((d) => d.owes).length
   }
 
   // ---- internals ----
@@ -245,14 +232,21 @@ export class Exporter implements ExporterClient {
   private targetChanged(target: ObjectRef): void {
     const key = refKey(target)
     for (const inv of this.inventories.values()) {
-      if (inv.composition.targets.some((t) => refKey(t) === key)) this.schedule.dirty(inv, this.closed)
+      if (inv.composition.targets.some((t) => refKey(t) === key)) this.dirty(inv)
     }
   }
 
-  private addInventory(composition: InventoryComposition): InventoryRuntime {
-    const inv = newInventoryRuntime(composition)
+  private dirty(inv: Inventory): void {
+    inv.debounce.dirty(inv.composition, this.closed || inv.finalizing !== null)
+  }
+
+  private drivers() {
+    return [...this.inventories.values()].flatMap((inv) => inv.drivers)
+  }
+
+  private addInventory(composition: InventoryComposition): Inventory {
+    const inv = new Inventory(composition, this.deps)
     this.inventories.set(refKey(composition.inventory), inv)
-    reconcileSinks(inv, this.pool, this.writer)
     this.journal.restoreConfirmed(inv)
     return inv
   }
@@ -261,48 +255,38 @@ export class Exporter implements ExporterClient {
     return c.targets.filter((t) => !this.targets.has(t))
   }
 
-  private exportNow(inv: InventoryRuntime): void {
-    if (!this.schedule.gate(inv, this.missingTargets(inv.composition).length) || !this.active) return
+  private exportNow(inv: Inventory): void {
+    if (!inv.debounce.gate(inv.composition, inv.finalizing !== null, this.missingTargets(inv.composition).length) || !this.active) return
     const items: Item[] = []
     for (const t of inv.composition.targets) for (const item of this.targets.items(t)) items.push(item)
     const snapshot = buildSnapshot(inv.composition.inventory, this.options.cluster, items)
-    inv.desired = snapshot
     this.journal.resolve(inv, snapshot)
-    for (const rt of inv.sinks.values()) {
-      // A confirmation restored from the journal may predate another exporter's write: it spares nothing.
-      if (rt.confirmed?.checksum === snapshot.checksum && !rt.confirmed.restored && !rt.pending) continue
-      rt.pending = snapshot
-      this.writer.drive(inv, rt)
-    }
+    inv.export(snapshot)
     this.options.observer?.onPendingChange?.(this.pendingCount())
   }
 
-  private async runFinalize(inv: InventoryRuntime): Promise<void> {
+  private async runFinalize(inv: Inventory): Promise<void> {
     // A standby writes nothing, deletes included: the finalize call is retried until it reaches the holder.
     if (!this.active) throw new Error('this exporter is a standby; the lease holder finalizes')
     if (!this.fence.holds()) throw new Error('the lease was not renewed within the renew deadline; the finalize waits for a renewal')
-    await finalizeSinks(inv, this.writer, this.pool, this.options.cluster)
+    await inv.finalizeSinks(this.options.cluster)
     await this.journal.forget(inv)
   }
 
   /** The state the finalize answer carries, then the inventory is forgotten. */
-  private finished(key: string, inv: InventoryRuntime): FinalizeResult {
+  private finished(key: string, inv: Inventory): FinalizeResult {
     const state = this.state(inv)
     this.dropInventory(key, inv)
     return { finalized: true, state }
   }
 
-  private dropInventory(key: string, inv: InventoryRuntime): void {
-    this.clock.clearTimeout(inv.timer)
-    for (const rt of inv.sinks.values()) {
-      this.writer.stop(rt)
-      this.pool.release(rt.poolKey)
-    }
+  private dropInventory(key: string, inv: Inventory): void {
+    inv.dispose()
     this.inventories.delete(key)
   }
 
-  private state(inv: InventoryRuntime): InventoryExportState {
-    return exportState(inv, this.missingTargets(inv.composition), this.clock.now())
+  private state(inv: Inventory): InventoryExportState {
+    return exportState(inv, this.missingTargets(inv.composition), this.journal.resumedSinks(inv), this.clock.now())
   }
 
   private log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {

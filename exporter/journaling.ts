@@ -2,7 +2,18 @@ import { refKey } from '../api/canonical.js'
 import type { Snapshot } from '../api/types.js'
 import type { ExporterObserver, Log } from './options.js'
 import type { ConfirmedExport, PendingExport, PendingJournal } from './pending-journal.js'
-import type { InventoryRuntime } from './runtime.js'
+import type { Inventory } from './inventory.js'
+
+/** The journal's view of one inventory. */
+interface Mark {
+  /** The journal holds an entry for it: a finalize removes that. */
+  journaled: boolean
+  /**
+   * A journaled export restored at start, never written as it is: it waits for the completeness
+   * gate, and the snapshot the fresh reports build is what is written (see docs/design.md).
+   */
+  resumed: { checksum: string; itemCount: number; sinks: string[] } | null
+}
 
 /**
  * Keeps the journal in step with the sinks: per inventory, the export some sinks still owe and
@@ -14,6 +25,7 @@ import type { InventoryRuntime } from './runtime.js'
 export class JournalKeeper {
   /** By inventory refKey: confirmations read at start, for inventories not known yet. */
   private readonly confirmed = new Map<string, Record<string, ConfirmedExport>>()
+  private readonly marks = new WeakMap<Inventory, Mark>()
 
   constructor(readonly journal: PendingJournal | undefined, private readonly log: Log, private readonly observer?: ExporterObserver) {}
 
@@ -26,26 +38,33 @@ export class JournalKeeper {
   }
 
   /** A journaled export at start: how many sinks owe it. It waits for the gate, unless a fresh snapshot already decided it. */
-  seed(inv: InventoryRuntime, entry: PendingExport & { snapshot: Snapshot }): number {
-    inv.journaled = true
-    const sinks = entry.sinks.filter((key) => inv.sinks.has(key))
-    inv.resumed = { checksum: entry.snapshot.checksum, itemCount: entry.snapshot.itemCount, sinks }
+  seed(inv: Inventory, entry: PendingExport & { snapshot: Snapshot }): number {
+    const mark = this.mark(inv)
+    mark.journaled = true
+    const sinks = entry.sinks.filter((key) => inv.driver(key) !== undefined)
+    mark.resumed = { checksum: entry.snapshot.checksum, itemCount: entry.snapshot.itemCount, sinks }
     if (inv.desired) {
       // Reports reached this exporter before the journal was read (a takeover): they decide.
       this.resolve(inv, inv.desired)
       this.settle(inv)
       return 0
     }
-    this.log('info', 'a pending export from the journal waits for its targets to report', { inventory: refKey(inv.composition.inventory), checksum: entry.snapshot.checksum, sinks })
+    this.log('info', 'a pending export from the journal waits for its targets to report', { inventory: refKey(inv.ref), checksum: entry.snapshot.checksum, sinks })
     return sinks.length
   }
 
+  /** The sinks (by key) that owe a journaled export still waiting for the gate: status says so. */
+  resumedSinks(inv: Inventory): readonly string[] {
+    return this.marks.get(inv)?.resumed?.sinks ?? []
+  }
+
   /** The completeness gate passed and built `snapshot` from fresh reports: it is written, the journaled one only if it is the same. */
-  resolve(inv: InventoryRuntime, snapshot: Snapshot): void {
-    const resumed = inv.resumed
-    if (!resumed) return
-    inv.resumed = null
-    const fields = { inventory: refKey(inv.composition.inventory), journaled: resumed.checksum, checksum: snapshot.checksum }
+  resolve(inv: Inventory, snapshot: Snapshot): void {
+    const mark = this.marks.get(inv)
+    const resumed = mark?.resumed
+    if (!mark || !resumed) return
+    mark.resumed = null
+    const fields = { inventory: refKey(inv.ref), journaled: resumed.checksum, checksum: snapshot.checksum }
     if (resumed.checksum === snapshot.checksum) {
       this.log('info', 'resuming a pending export from the journal', fields)
       return
@@ -55,22 +74,23 @@ export class JournalKeeper {
   }
 
   /** Resolves with why the entry could not be written (a full disk), else undefined: the caller says what is lost. */
-  async save(inv: InventoryRuntime): Promise<Error | undefined> {
+  async save(inv: Inventory): Promise<Error | undefined> {
     const journal = this.journal
     if (!journal) return undefined
     // The newest snapshot is what every owing sink writes next: a writer always takes the latest.
     const snapshot = inv.desired
-    const owing = snapshot ? [...inv.sinks.entries()].filter(([, rt]) => rt.pending).map(([key]) => key) : []
-    const confirmed = Object.fromEntries([...inv.sinks.entries()].flatMap(([key, rt]) =>
-      rt.confirmed ? [[key, { checksum: rt.confirmed.checksum, itemCount: rt.confirmed.itemCount, at: rt.confirmed.at }]] : []))
+    const drivers = inv.drivers.map((d) => [refKey(d.ref), d] as const)
+    const owing = snapshot ? drivers.filter(([, d]) => d.owes).map(([key]) => key) : []
+    const confirmed = Object.fromEntries(drivers.flatMap(([key, d]) =>
+      d.confirmed ? [[key, { checksum: d.confirmed.checksum, itemCount: d.confirmed.itemCount, at: d.confirmed.at }]] : []))
     if (owing.length === 0 && Object.keys(confirmed).length === 0) return undefined
     // Set before the write: a confirmation or a finalize meanwhile queues its update behind it.
-    inv.journaled = true
+    this.mark(inv).journaled = true
     try {
       await journal.save({ composition: inv.composition, sinks: owing, ...(owing.length > 0 && snapshot ? { snapshot } : {}), confirmed })
       return undefined
     } catch (err) {
-      this.log('error', 'could not save a pending export to the journal', { inventory: refKey(inv.composition.inventory), error: (err as Error).message })
+      this.log('error', 'could not save a pending export to the journal', { inventory: refKey(inv.ref), error: (err as Error).message })
       return err as Error
     }
   }
@@ -79,7 +99,7 @@ export class JournalKeeper {
    * A sink confirmed: the entry lists fewer owing sinks, and the confirmation, which status
    * shows after a restart (the sinks still hold it) until the sink is written again.
    */
-  settle(inv: InventoryRuntime): void {
+  settle(inv: Inventory): void {
     void this.save(inv)
   }
 
@@ -93,22 +113,26 @@ export class JournalKeeper {
   }
 
   /** A new inventory runtime takes what the journal says its sinks confirmed; flagged restored, it never spares a write. */
-  restoreConfirmed(inv: InventoryRuntime): void {
-    const key = refKey(inv.composition.inventory)
+  restoreConfirmed(inv: Inventory): void {
+    const key = refKey(inv.ref)
     const confirmed = this.confirmed.get(key)
     if (!confirmed) return
     this.confirmed.delete(key)
-    inv.journaled = true
-    for (const [sinkKey, c] of Object.entries(confirmed)) {
-      const rt = inv.sinks.get(sinkKey)
-      if (rt && !rt.confirmed) rt.confirmed = { checksum: c.checksum, itemCount: c.itemCount, at: c.at, restored: true }
-    }
+    this.mark(inv).journaled = true
+    for (const [sinkKey, c] of Object.entries(confirmed)) inv.driver(sinkKey)?.restore({ checksum: c.checksum, itemCount: c.itemCount, at: c.at })
   }
 
   /** The inventory was finalized: its entry goes (a failure is the caller's). */
-  async forget(inv: InventoryRuntime): Promise<void> {
-    if (!inv.journaled) return
-    inv.journaled = false
-    await this.journal?.remove(inv.composition.inventory)
+  async forget(inv: Inventory): Promise<void> {
+    const mark = this.marks.get(inv)
+    if (!mark?.journaled) return
+    mark.journaled = false
+    await this.journal?.remove(inv.ref)
+  }
+
+  private mark(inv: Inventory): Mark {
+    let mark = this.marks.get(inv)
+    if (!mark) this.marks.set(inv, (mark = { journaled: false, resumed: null }))
+    return mark
   }
 }

@@ -3,7 +3,7 @@ import { clusterLabelProblem, isNamespaceName, isObjectName } from '../api/names
 import type { Item, ObjectRef, Snapshot } from '../api/types.js'
 import type { ItemEvent, SnapshotMarker } from '../sinks/nats/encode.js'
 import { escapePathSegment, escapeSubjectToken } from '../sinks/escape.js'
-import { SharedStrings } from '../exporter/shared-strings.js'
+import { SharedStrings } from '../exporter/index.js'
 
 // Pure: the hub's picture of each spoke inventory, rebuilt from the spokes' JetStream messages.
 // No I/O here; hub/hub.ts feeds it messages and writes what it returns.

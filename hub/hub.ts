@@ -1,13 +1,13 @@
 import path from 'node:path'
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream'
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
-import { retryUntilDone, DEFAULT_BACKOFF, type BackoffPolicy } from '../exporter/retry.js'
-import type { Log } from '../exporter/index.js'
+import { DEFAULT_BACKOFF, realClock, retryUntilDone, SinkDriver, type BackoffPolicy, type DriverContext, type Log } from '../exporter/index.js'
+import { NO_FENCE } from '../sinks/fence.js'
 import { natsSettings } from '../sinks/nats/config.js'
 import { subjectFor } from '../sinks/nats/encode.js'
 import { readStreamRange } from '../sinks/nats/read.js'
 import { createSinkFactory } from '../sinks/registry.js'
-import type { Snapshot } from '../api/types.js'
+import type { KollectSinkSpec, ObjectRef, Snapshot } from '../api/types.js'
 import type { Sink } from '../sinks/sink.js'
 import { applyMessage, type FleetState, type HeldInventory, type StreamMessage, type Verdict } from './fleet.js'
 import { readSecretDir, type HubConfig } from './config.js'
@@ -17,7 +17,9 @@ import { HubStore } from './store.js'
 // Hub mode: one durable pull consumer over the spokes' stream. Messages are applied in stream
 // order to the picture of each spoke inventory (fleet.ts); a marker exports that inventory to
 // every hub sink, saves it, and only then acknowledges its messages, so a crash anywhere
-// redelivers what the sinks did not confirm, and the sinks skip what they already hold.
+// redelivers what the sinks did not confirm, and the sinks skip what they already hold. The
+// writes go through the exporter's sink driver, one per spoke inventory and hub sink, with the
+// exporter's retries and hold after a permanent error; no drift checks and no lease.
 
 export interface HubOptions {
   config: HubConfig
@@ -28,8 +30,8 @@ export interface HubOptions {
 
 interface NamedSink {
   name: string
+  spec: KollectSinkSpec
   sink: Sink
-  deletes: boolean
 }
 
 export class Hub {
@@ -37,6 +39,9 @@ export class Hub {
   private jsm: JetStreamManager | undefined
   private messages: ConsumerMessages | undefined
   private sinks: NamedSink[] = []
+  /** Per spoke inventory, one driver per hub sink, and the snapshot they were last offered. */
+  private readonly drivers = new Map<string, { drivers: SinkDriver[]; offered: Snapshot | null }>()
+  private readonly ctx: DriverContext
   private state: FleetState = {}
   private readonly store: HubStore
   private readonly allowed: ReadonlySet<string>
@@ -48,6 +53,15 @@ export class Hub {
   constructor(private readonly options: HubOptions) {
     this.store = new HubStore(options.config.dataDir)
     this.allowed = new Set(options.config.clusters)
+    this.ctx = {
+      clock: realClock,
+      backoff: options.backoff ?? DEFAULT_BACKOFF,
+      log: options.log,
+      observer: { onExport: (e) => options.metrics.exports.inc({ sink: e.sink.name, result: e.result }) },
+      // No leader election: one hub per consumer.
+      mayWrite: () => true,
+      fence: NO_FENCE,
+    }
   }
 
   /** Connect, find or create the durable consumer, load what the hub holds, and start consuming. */
@@ -67,9 +81,9 @@ export class Hub {
     })
     this.sinks = await Promise.all(config.sinks.map(async (s) => ({
       name: s.name,
+      spec: s.spec,
       // The factory reads credentials for a secretRef only; here it names the sink's secretDir.
       sink: await factory({ namespace: 'hub', name: s.name, spec: s.secretDir ? { ...s.spec, secretRef: { name: s.name } } : s.spec }),
-      deletes: s.spec.deletionPolicy === 'Delete',
     })))
     this.nc = await connect({ servers: settings.servers, ...settings.auth, maxReconnectAttempts: -1, name: 'kollect-hub' })
     const jsm = await jetstreamManager(this.nc)
@@ -121,8 +135,11 @@ export class Hub {
   /** Stop consuming; what is not acknowledged comes back to the next start. */
   async stop(): Promise<void> {
     this.abort.abort()
+    // First: a message waiting for its export would otherwise hold the loop.
+    for (const { drivers } of this.drivers.values()) for (const d of drivers) d.stop()
     await this.messages?.close().catch(() => undefined)
     await this.loop?.catch(() => undefined)
+    await Promise.allSettled([...this.drivers.values()].flatMap(({ drivers }) => drivers.map((d) => d.settled)))
     await this.nc?.drain().catch(() => undefined)
     await Promise.allSettled(this.sinks.map((s) => s.sink.close()))
   }
@@ -171,11 +188,11 @@ export class Hub {
       case 'snapshot':
         // Catching up (a replay, or a hub that was stopped): only an inventory's newest marker is exported, so the sinks never go back in time.
         if (await this.newerMarker(m)) break
-        await this.exportAll(v.key, (s) => s.write({ ...v.snapshot, spoke: spokeOf(v.lastMarkerAt, this.state[v.key]?.rereads) }))
+        await this.write(v.key, { ...v.snapshot, spoke: spokeOf(v.lastMarkerAt, this.state[v.key]?.rereads) })
         this.noteMarker(v.snapshot.cluster, v.lastMarkerAt)
         break
       case 'tombstone':
-        await this.exportAll(v.key, (s, deletes) => (deletes ? s.remove(v.inventory, v.cluster) : Promise.resolve()))
+        await this.remove(v.key, v.inventory, v.cluster)
         this.options.metrics.lastMarker.delete(v.cluster)
         break
     }
@@ -216,33 +233,57 @@ export class Hub {
     return verdict
   }
 
-  /** Every hub sink, until each confirmed; a permanent error waits the longest backoff and tries again. */
-  private async exportAll(key: string, write: (sink: Sink, deletes: boolean) => Promise<unknown>): Promise<void> {
-    const { log, metrics } = this.options
-    const policy = this.options.backoff ?? DEFAULT_BACKOFF
-    for (const { name, sink, deletes } of this.sinks) {
+  /** Offer the snapshot to every hub sink's driver and wait until each confirmed it (its retries and holds included). */
+  private async write(key: string, snapshot: Snapshot): Promise<void> {
+    const entry = this.driversOf(key, snapshot.inventory)
+    entry.offered = snapshot
+    for (const d of entry.drivers) d.offer(snapshot)
+    await Promise.all(entry.drivers.map((d) => d.written()))
+  }
+
+  /**
+   * A spoke removed the inventory: the hub sinks with deletionPolicy Delete remove it, each retried
+   * until it succeeds (a permanent error waits the longest backoff); then its drivers go.
+   */
+  private async remove(key: string, inventory: ObjectRef, cluster: string): Promise<void> {
+    const { log } = this.options
+    const entry = this.driversOf(key, inventory)
+    const policy = this.ctx.backoff
+    for (const d of entry.drivers) {
+      d.stop()
+      await d.settled
       for (;;) {
         try {
-          await retryUntilDone(async () => {
-            try {
-              await write(sink, deletes)
-              metrics.exports.inc({ sink: name, result: 'success' })
-            } catch (err) {
-              metrics.exports.inc({ sink: name, result: 'failure' })
-              throw err
-            }
-          }, {
+          await retryUntilDone(() => d.finalize(cluster), {
             policy, signal: this.abort.signal,
-            onFailedAttempt: (err, attempt) => log('warn', 'hub sink write failed; retrying', { sink: name, inventory: key, attempt, error: err.message }),
+            onFailedAttempt: (err, attempt) => log('warn', 'hub sink removal failed; retrying', { sink: d.ref.name, inventory: key, attempt, error: err.message }),
           })
           break
         } catch (err) {
           if (this.abort.signal.aborted) throw err
-          log('error', 'hub sink write failed permanently; trying again later', { sink: name, inventory: key, error: (err as Error).message })
+          log('error', 'hub sink removal failed permanently; trying again later', { sink: d.ref.name, inventory: key, error: (err as Error).message })
           await new Promise((r) => setTimeout(r, policy.maxMs))
         }
       }
     }
+    this.drivers.delete(key)
+  }
+
+  private driversOf(key: string, inventory: ObjectRef): { drivers: SinkDriver[]; offered: Snapshot | null } {
+    let entry = this.drivers.get(key)
+    if (entry) return entry
+    const created: { drivers: SinkDriver[]; offered: Snapshot | null } = { drivers: [], offered: null }
+    created.drivers = this.sinks.map(({ name, spec, sink }) => new SinkDriver(this.ctx, {
+      ref: { namespace: 'hub', name },
+      inventory,
+      // The hub writes every spoke's cluster label as it came: a sink's own cluster would relabel them.
+      resolved: { namespace: 'hub', name, spec: { ...spec, cluster: undefined } },
+      desired: () => created.offered,
+      open: async () => sink,
+      driftChecks: false,
+    }))
+    this.drivers.set(key, (entry = created))
+    return entry
   }
 
   private async newerMarker(m: JsMsg): Promise<boolean> {

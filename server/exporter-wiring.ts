@@ -1,7 +1,6 @@
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Exporter } from '../exporter/index.js'
-import { PendingJournal } from '../exporter/pending-journal.js'
+import { Exporter, PendingJournal } from '../exporter/index.js'
 import { createSinkFactory } from '../sinks/registry.js'
 import type { Config } from './config.js'
 import { envSecrets, kubeSecrets } from './credentials.js'
