@@ -30,11 +30,6 @@ function withoutData<T>(value: T): T {
   return rest as T
 }
 
-/** Secret payloads never reach an expression, so they cannot reach an export either. */
-export function withoutSecretData(object: KubeObject): KubeObject {
-  return isCoreSecretObject(object) ? withoutData(object) : object
-}
-
 /** The annotation's manifest, redacted like the object itself, then canonical JSON; anything else is a fixed marker. */
 function redactedLastApplied(text: unknown, ofSecret: boolean, redactor: Redactor): string {
   if (typeof text !== 'string') return REDACTED
