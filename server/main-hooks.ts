@@ -1,7 +1,7 @@
 // The hooks container: answers Metacontroller, hands items to the exporter (sidecar or Service, or every replica).
 import { createPluralResolver } from './cluster/discovery.js'
 import { loadKubeConfig } from './cluster/kube.js'
-import { httpExporterClient } from './exporter-api/server.js'
+import { httpExporterClient } from './exporter-api/client.js'
 import { fanOutExporterClient, parsePeers, peerUrls } from './exporter-api/peers.js'
 import { buildHooksApp } from './http/hooks-app.js'
 import { configure, guardProcess, onShutdown } from './process/lifecycle.js'
