@@ -37,7 +37,7 @@ type DataValidationCxt = Parameters<SchemaValidateFunction>[3]
 
 let compiled: { ajv: Ajv; validators: Map<string, ValidateFunction> } | undefined
 
-/** The spec's schema as the CRD declares it, for schemas that embed a spec (server/exporter-schemas.ts). */
+/** The spec's schema as the CRD declares it, for schemas that embed a spec (server/exporter-api/schemas.ts). */
 export function specSchema(kind: KollectKind): CrdSchema {
   const schema = crdVersion(kind).schema.openAPIV3Schema.properties?.['spec']
   if (!schema) throw new Error(`${crdFileForKind(kind)}: no spec schema`)

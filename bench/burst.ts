@@ -15,7 +15,7 @@ import { createBareRemote, gitLog } from '../test/support/git.js'
 import { makeItems } from '../test/support/items.js'
 import { benchRun } from './exporter.js'
 import { median, report } from './stats.js'
-import { isMainModule } from '../server/entry.js'
+import { isMainModule } from '../server/process/entry.js'
 
 const DEPLOYMENTS = 200
 const CREATE_OVER_MS = 5_000

@@ -4,7 +4,7 @@
 // figure is the time from the signal to that change's commit, over the lease duration. After
 // each round a fresh process joins as the new standby.
 //
-// Bounds, from server/leader.ts: the holder renews every retryPeriod r, so its last renewal was
+// Bounds, from server/cluster/leader.ts: the holder renews every retryPeriod r, so its last renewal was
 // at most r before the kill; the standby polls every r·(1..1.2) and times the lease d from when it
 // first saw that renewal (up to 1.2r after it), then acquires on its first poll after that
 // (up to 1.2r later). A takeover after SIGKILL is at most d + 2.4r after the kill, at least

@@ -18,7 +18,7 @@ import { startNats } from '../test/support/nats.js'
 import { pollUntil } from '../test/support/process.js'
 import { benchRun, initialThenChange, INVENTORY, type BenchRun } from './exporter.js'
 import { median, report } from './stats.js'
-import { isMainModule } from '../server/entry.js'
+import { isMainModule } from '../server/process/entry.js'
 
 const STREAM = 'FLEET'
 

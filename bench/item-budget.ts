@@ -11,7 +11,7 @@ import { Exporter } from '../exporter/index.js'
 import { makeItem } from '../test/support/items.js'
 import { deployment, targetSyncRequest } from '../test/support/metacontroller.js'
 import { median, report, timeMs } from './stats.js'
-import { isMainModule } from '../server/entry.js'
+import { isMainModule } from '../server/process/entry.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void

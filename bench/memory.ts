@@ -14,7 +14,7 @@ import type { TargetReport } from '../api/types.js'
 import { Exporter } from '../exporter/index.js'
 import { makeItem } from '../test/support/items.js'
 import { median, report } from './stats.js'
-import { isMainModule } from '../server/entry.js'
+import { isMainModule } from '../server/process/entry.js'
 
 const PER_TARGET = 10_000
 /**

@@ -16,7 +16,7 @@ import { bumpReplicas, makeItems } from '../test/support/items.js'
 import { pollUntil } from '../test/support/process.js'
 import { benchRun, INVENTORY, type BenchRun } from './exporter.js'
 import { median, report, timeMsAsync } from './stats.js'
-import { isMainModule } from '../server/entry.js'
+import { isMainModule } from '../server/process/entry.js'
 
 interface Pull {
   number: number

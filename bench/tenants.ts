@@ -14,7 +14,7 @@ import { HEAP_BOMB_CEL, QUADRATIC_CEL, doubling, exampleProfile, inventorySync, 
 import { startKollectProcess } from '../test/support/kollect-process.js'
 import { deployment, targetSyncRequest } from '../test/support/metacontroller.js'
 import { percentile, report } from './stats.js'
-import { isMainModule } from '../server/entry.js'
+import { isMainModule } from '../server/process/entry.js'
 
 const SETTINGS = { mainHeapMb: 512, workers: 2, reserve: 1, workerMemoryMb: 256, timeoutMs: 8000 }
 

@@ -2,7 +2,7 @@ import * as k8s from '@kubernetes/client-node'
 import type { KubeObject, LabelSelector, ResourceSpec } from '../api/types.js'
 import type { PluralResolution } from '../hooks/plural.js'
 import { apiVersionOf } from '../hooks/request.js'
-import { createPluralResolver } from '../server/discovery.js'
+import { createPluralResolver } from '../server/cluster/discovery.js'
 import { RunError, UsageError } from './io.js'
 
 // Reading the objects a preview runs over live from a cluster, as Metacontroller's informers

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { enableLinearRegExps } from '../server/regexp-engine.js'
+import { enableLinearRegExps } from '../server/process/regexp-engine.js'
 import { HUB_USAGE, runHub } from './hub.js'
 import { EXIT_OK, EXIT_USAGE, RunError, UsageError, type Io } from './io.js'
 import { runPreview } from './preview.js'

@@ -5,7 +5,7 @@ import { compileCache } from './compile-cache.js'
 import { DEFAULT_LIMITS, ResourceLimitError, type ExpressionLimits } from './limits.js'
 
 // cel-js implements matches() with the process-wide RegExp. The process's entry point switches
-// on V8's linear-time engine (server/regexp-engine.ts): patterns are tested for it up front
+// on V8's linear-time engine (server/process/regexp-engine.ts): patterns are tested for it up front
 // (backreferences and lookarounds are refused, as in RE2), and a regex that backtracks too much
 // falls back to it. Importing this module changes nothing in the process.
 
@@ -213,7 +213,7 @@ function checkPattern(call: AstNode): CompileError | null {
   try {
     new RegExp(pattern.args, 'l')
   } catch (err) {
-    if (!linearEngineEnabled()) throw new Error('the linear-time RegExp engine is off in this process: its entry point must call enableLinearRegExps() (server/regexp-engine.ts)')
+    if (!linearEngineEnabled()) throw new Error('the linear-time RegExp engine is off in this process: its entry point must call enableLinearRegExps() (server/process/regexp-engine.ts)')
     return { message: `pattern ${JSON.stringify(pattern.args)} is not allowed: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}`, position: pattern.start }
   }
   return null

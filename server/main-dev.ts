@@ -1,13 +1,13 @@
 // npm start: hooks and exporter in one process, with the embedded default sink (a local Git
 // repository under KOLLECT_DATA_DIR, default ./.data/dev: the demo keeps its own, ./.data/demo).
 // No cluster and no external server needed. It exits with the npm that started it.
-import { createPluralResolver } from './discovery.js'
+import { createPluralResolver } from './cluster/discovery.js'
+import { loadKubeConfig } from './cluster/kube.js'
 import { createExporter, drainExporter } from './exporter-wiring.js'
-import { buildHooksApp } from './hooks-app.js'
-import { loadKubeConfig } from './kube.js'
-import { configure, exitWithParent, guardProcess, onShutdown } from './lifecycle.js'
-import { createMetrics } from './metrics.js'
-import { enableLinearRegExps } from './regexp-engine.js'
+import { buildHooksApp } from './http/hooks-app.js'
+import { configure, exitWithParent, guardProcess, onShutdown } from './process/lifecycle.js'
+import { createMetrics } from './process/metrics.js'
+import { enableLinearRegExps } from './process/regexp-engine.js'
 
 // On loopback and with no token set, hooks run without authentication (logged at warn).
 const { config, logger } = configure('kollect', process.env, { host: '127.0.0.1', dataDir: '.data/dev', allowPrivateSinks: true, loopbackAuth: 'none' })

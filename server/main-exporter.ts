@@ -1,9 +1,9 @@
 // The exporter: the sidecar on loopback, whatever HOST says (the hooks container is its only
 // client), or its own Deployment on KOLLECT_EXPORTER_HOST, which then needs the token.
-import { buildExporterApp, reportBodyLimit } from './exporter-app.js'
+import { buildExporterApp, reportBodyLimit } from './exporter-api/server.js'
 import { createExporter, drainExporter, electLeader } from './exporter-wiring.js'
-import { configure, guardProcess, onShutdown } from './lifecycle.js'
-import { createMetrics } from './metrics.js'
+import { configure, guardProcess, onShutdown } from './process/lifecycle.js'
+import { createMetrics } from './process/metrics.js'
 
 const { config, logger } = configure('kollect-exporter')
 guardProcess(logger)

@@ -1,12 +1,12 @@
 // The hooks container: answers Metacontroller, hands items to the exporter (sidecar or Service, or every replica).
-import { createPluralResolver } from './discovery.js'
-import { httpExporterClient } from './exporter-app.js'
-import { fanOutExporterClient, parsePeers, peerUrls } from './exporter-peers.js'
-import { buildHooksApp } from './hooks-app.js'
-import { loadKubeConfig } from './kube.js'
-import { configure, guardProcess, onShutdown } from './lifecycle.js'
-import { createMetrics } from './metrics.js'
-import { enableLinearRegExps } from './regexp-engine.js'
+import { createPluralResolver } from './cluster/discovery.js'
+import { loadKubeConfig } from './cluster/kube.js'
+import { httpExporterClient } from './exporter-api/client.js'
+import { fanOutExporterClient, parsePeers, peerUrls } from './exporter-api/peers.js'
+import { buildHooksApp } from './http/hooks-app.js'
+import { configure, guardProcess, onShutdown } from './process/lifecycle.js'
+import { createMetrics } from './process/metrics.js'
+import { enableLinearRegExps } from './process/regexp-engine.js'
 
 const { config, logger } = configure('kollect-hooks')
 guardProcess(logger)

@@ -3,11 +3,11 @@
 import { loadHubConfig, type HubConfig } from '../hub/config.js'
 import { Hub } from '../hub/hub.js'
 import { createHubMetrics } from '../hub/metrics.js'
-import { configErrorLine, loadConfig, type Config } from './config.js'
-import { isMainModule } from './entry.js'
-import { buildHubApp } from './hub-app.js'
-import { onShutdown } from './lifecycle.js'
-import { createLogger } from './logger.js'
+import { buildHubApp } from './http/hub-app.js'
+import { configErrorLine, loadConfig, type Config } from './process/config.js'
+import { isMainModule } from './process/entry.js'
+import { onShutdown } from './process/lifecycle.js'
+import { createLogger } from './process/logger.js'
 
 const NAME = 'kollect-hub'
 

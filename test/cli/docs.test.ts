@@ -4,9 +4,9 @@ import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { crdReferencePath, renderCrdReference, statusTypesPath } from '../../cli/crd-docs.js'
 import { renderStatusTypes } from '../../cli/crd-types.js'
-import { ERRORS } from '../../server/errors.js'
+import { ERRORS } from '../../server/protocol/errors.js'
 import { createHubMetrics } from '../../hub/metrics.js'
-import { createMetrics } from '../../server/metrics.js'
+import { createMetrics } from '../../server/process/metrics.js'
 import { ROOT } from '../support/metacontroller.js'
 
 // The docs that are generated or that name things the code defines stay in step with it.
@@ -64,8 +64,8 @@ test('every condition reason the hooks set is in docs/operations.md', () => {
   for (const reason of reasons) assert.ok(operations.includes(`\`${reason}\``), `condition reason ${reason} is not documented in docs/operations.md`)
 })
 
-test('every setting server/config.ts reads has a row in docs/operations.md', () => {
-  const source = readFileSync(path.join(ROOT, 'server', 'config.ts'), 'utf8')
+test('every setting server/process/config.ts reads has a row in docs/operations.md', () => {
+  const source = readFileSync(path.join(ROOT, 'server', 'process', 'config.ts'), 'utf8')
   const names = new Set([...source.matchAll(/'([A-Z][A-Z0-9_]{2,})'/g)].map((m) => m[1] as string))
   assert.ok(names.has('PORT') && names.has('KOLLECT_HOOK_BODY_LIMIT'), `the settings scan found too little: ${[...names].join(', ')}`)
   for (const name of names) {

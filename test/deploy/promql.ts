@@ -1,7 +1,7 @@
 // Which metrics and labels a PromQL expression (or a Grafana label_values query) names, checked
 // against the families the product registers. A light lexer, not a PromQL parser: enough for
 // the chart's rules and dashboard, and strict about anything it does not recognise.
-import { createMetrics } from '../../server/metrics.js'
+import { createMetrics } from '../../server/process/metrics.js'
 
 /** Labels Prometheus adds to every series scraped through the chart's ServiceMonitor. */
 export const TARGET_LABELS = ['namespace', 'job', 'pod', 'service', 'instance', 'container', 'endpoint']

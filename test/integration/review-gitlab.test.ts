@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
-import { checkEndpoint } from '../../server/ssrf.js'
+import { checkEndpoint } from '../../server/guards/ssrf.js'
 import { NO_SECRETS } from '../../sinks/errors.js'
 import { createGitLabProvider } from '../../sinks/git/review/gitlab.js'
 import { BODY_LIMIT, forgeMessage, kindOf } from '../../sinks/git/review/http.js'

@@ -1,7 +1,7 @@
 // The CRDs and the discovery code against a real kube-apiserver (test/support/kube-apiserver.ts):
 // the CRDs are accepted as structural and Established, the example CRs are admitted, the printer
 // columns come back through the table API, admission refuses invalid CRs where `kollect validate`
-// does and for the same reason, server/discovery.ts resolves plurals and scopes through
+// does and for the same reason, server/cluster/discovery.ts resolves plurals and scopes through
 // discovery, and `kollect preview --kubeconfig` reads live objects of either scope.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -12,7 +12,7 @@ import path from 'node:path'
 import type * as k8s from '@kubernetes/client-node'
 import { parse as parseYaml } from 'yaml'
 import type { ResourceSpec } from '../../api/types.js'
-import { createPluralResolver } from '../../server/discovery.js'
+import { createPluralResolver } from '../../server/cluster/discovery.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
 import { ROOT } from '../support/metacontroller.js'
 
@@ -363,7 +363,7 @@ describe('admission refuses what kollect validate refuses, at the same field, fo
 
 // ---- discovery ----
 
-describe('discovery through server/discovery.ts', () => {
+describe('discovery through server/cluster/discovery.ts', () => {
   test('the plural and the scope of built-ins, a namespaced CRD and a cluster-scoped CRD come from discovery', async () => {
     await applyCrds()
     await applyFleetCrd()

@@ -1,6 +1,6 @@
 // The chart's RBAC on a real API server, as the exporter's service account meets it: the
 // objects `helm template` renders are applied as they are, and the exporter's own credential
-// reader (server/credentials.ts, through @kubernetes/client-node) runs as that service account
+// reader (server/cluster/credentials.ts, through @kubernetes/client-node) runs as that service account
 // by impersonation. tenantMode confines Secret reads to watchNamespaces; the default does not.
 // On top of RBAC, the reader itself refuses another namespace's Secret unless a KollectScope of
 // the sink's namespace grants it, and it decides that before any read.
@@ -11,8 +11,8 @@ import { readdirSync } from 'node:fs'
 import path from 'node:path'
 import * as k8s from '@kubernetes/client-node'
 import type { ResolvedSink } from '../../api/types.js'
-import { kubeCredentials } from '../../server/credentials.js'
-import { leaseApi } from '../../server/leader.js'
+import { kubeCredentials } from '../../server/cluster/credentials.js'
+import { leaseApi } from '../../server/cluster/leader.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
 import { ROOT } from '../support/metacontroller.js'
 import { requireTool } from '../support/tools.js'

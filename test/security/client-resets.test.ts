@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { secretEnvName } from '../../server/credentials.js'
+import { secretEnvName } from '../../server/cluster/credentials.js'
 import { get } from '../support/hooks-server.js'
 import { HTTP, KAFKA, NATS, POSTGRES, resettingPeer, type Peer, type Protocol, type ResetStep } from '../support/hostile-peers.js'
 import { startKollectProcess, type KollectProcess } from '../support/kollect-process.js'

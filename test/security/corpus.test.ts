@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { inspect } from 'node:util'
 import { itemsChecksum } from '../../api/canonical.js'
 import type { Item, KubeObject } from '../../api/types.js'
-import { secretEnvName } from '../../server/credentials.js'
+import { secretEnvName } from '../../server/cluster/credentials.js'
 import { startHooksServer, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { TYPES, controllerFor, deployment, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import {
@@ -594,7 +594,7 @@ describe('hostile-input corpus', () => {
 // Found while building the corpus. Each states the behaviour a fix must give; see the report.
 describe('known source bugs', () => {
   test('a parent nesting 5,000 arrays deep (15 KB) is answered quickly and never with a 5xx', async () => {
-    // server/extract-pool.ts has no 'messageerror' handler: the worker's "parsed" message (parent
+    // server/extraction/pool.ts has no 'messageerror' handler: the worker's "parsed" message (parent
     // metadata + spec) cannot be deserialised on the main thread past ~4,000 levels, is dropped,
     // and the job waits for the deadline, then answers 503 KOLLECT_ERR_HOOK_TIMEOUT.
     const b = goodTargetSync() as unknown as Body

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
-import { checkResolvedEndpoint } from '../../server/ssrf.js'
+import { checkResolvedEndpoint } from '../../server/guards/ssrf.js'
 import { createSinkFactory } from '../../sinks/registry.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { countingListener, fakeKafkaBroker, nonLoopbackIPv4, NATS, type Peer } from '../support/hostile-peers.js'

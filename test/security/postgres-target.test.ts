@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test'
 import type { KubeObject } from '../../api/types.js'
 import { startHooksServer, type HooksServer } from '../support/hooks-server.js'
 import { controllerFor, deployment, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
-import { secretEnvName } from '../../server/credentials.js'
+import { secretEnvName } from '../../server/cluster/credentials.js'
 import { PERMANENT, ROUTES, conditionOf, inventorySync, meta, send, sleep } from './support.js'
 
 // The PostgreSQL sink's SSRF guard must judge where node-postgres will actually connect, which

@@ -25,7 +25,7 @@ before(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'kollect-slow-start-'))
   preload = path.join(dir, 'slow-child.mjs')
   // NODE_OPTIONS reaches the server and its children; only the extraction children wait.
-  writeFileSync(preload, `if (process.argv[1]?.endsWith('extract-child.js')) await new Promise((resolve) => setTimeout(resolve, ${CHILD_DELAY_MS}))\n`)
+  writeFileSync(preload, `if (process.argv[1]?.endsWith('extraction/child.js')) await new Promise((resolve) => setTimeout(resolve, ${CHILD_DELAY_MS}))\n`)
 })
 after(() => rmSync(dir, { recursive: true, force: true }))
 

@@ -6,7 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { KubeObject } from '../../api/types.js'
-import { blockedAddress, checkEndpoint, checkResolvedEndpoint } from '../../server/ssrf.js'
+import { blockedAddress, checkEndpoint, checkResolvedEndpoint } from '../../server/guards/ssrf.js'
 import { startHooksServer, type HooksServer, type RawResponse } from '../support/hooks-server.js'
 import { controllerFor, deployment, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 import { PERMANENT, ROUTES, conditionOf, fileSink, inventorySync, meta, scope, send, sleep, statusOf, targetWith, walk } from './support.js'
@@ -74,7 +74,7 @@ describe('checkEndpoint (static)', () => {
   })
 
   // Known bug: WHATWG URL rewrites [::ffff:127.0.0.1] to [::ffff:7f00:1] and blockedAddress only
-  // recognises the dotted form (server/ssrf.ts, the /^::ffff:(\d+\.\d+\.\d+\.\d+)$/ match), so
+  // recognises the dotted form (server/guards/ssrf.ts, the /^::ffff:(\d+\.\d+\.\d+\.\d+)$/ match), so
   // IPv4-mapped loopback and metadata addresses pass, and checkResolvedEndpoint skips DNS for IPs.
   for (const [url, host, why] of [
     ['http://[::ffff:127.0.0.1]/', '::ffff:7f00:1', 'a loopback address'],
@@ -90,7 +90,7 @@ describe('checkEndpoint (static)', () => {
   }
 
   // Known bug: a fully qualified name with its trailing dot is the same host, but BLOCKED_NAMES
-  // and the ".localhost" suffix test compare the name as written (server/ssrf.ts checkEndpoint).
+  // and the ".localhost" suffix test compare the name as written (server/guards/ssrf.ts checkEndpoint).
   for (const url of ['https://localhost./org/repo.git', 'http://metadata.google.internal./computeMetadata/v1/', 'https://git.localhost./repo.git']) {
     test(`refuses the trailing-dot form ${url}`, () => {
       assert.match(checkEndpoint(url, false) ?? 'allowed', /is not allowed \(private sinks are disabled\)$/)

@@ -49,7 +49,7 @@ export async function startKollectProcess(env: Record<string, string> = {}, node
     dataDir,
     rssBytes: () => groupRss(proc.child.pid ?? 0),
     rssByPid: () => groupRssByPid(proc.child.pid ?? 0),
-    extractionPids: () => childPids(proc.child.pid ?? 0, 'extract-child.js'),
+    extractionPids: () => childPids(proc.child.pid ?? 0, 'extraction/child.js'),
     close: async () => {
       proc.signalGroup('SIGTERM')
       await waitForExit(proc, 10_000)

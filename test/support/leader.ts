@@ -2,7 +2,7 @@
 // what test/kube/leader.test.ts and bench/failover.ts both drive them by.
 import assert from 'node:assert/strict'
 import type { InventoryComposition, ObjectRef, ResolvedSink, Snapshot } from '../../api/types.js'
-import { httpExporterClient } from '../../server/exporter-app.js'
+import { httpExporterClient } from '../../server/exporter-api/client.js'
 import { git, gitLog } from './git.js'
 import { get } from './hooks-server.js'
 import { TARGET, bumpReplicas, makeItems } from './items.js'

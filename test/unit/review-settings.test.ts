@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import { specSchema, validateSpec } from '../../api/crd-schemas.js'
 import type { GitReviewSettings, KollectSinkSpec } from '../../api/types.js'
 import { ruleFindings } from '../../cli/crd-rules.js'
-import { checkEndpoint } from '../../server/ssrf.js'
+import { checkEndpoint } from '../../server/guards/ssrf.js'
 import {
   DEFAULT_REVIEW_DESCRIPTION, resolveGitSettings, resolveReviewSettings, reviewBranch, reviewText, type ReviewSettings,
 } from '../../sinks/git/config.js'

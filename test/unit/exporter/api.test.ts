@@ -1,9 +1,11 @@
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ExporterClient, ReportResult, TargetReport } from '../../../api/types.js'
-import { buildExporterApp, EXPORTER_ROUTES, httpExporterClient, reportBodyLimit } from '../../../server/exporter-app.js'
-import { createLogger } from '../../../server/logger.js'
-import { createMetrics } from '../../../server/metrics.js'
+import { httpExporterClient } from '../../../server/exporter-api/client.js'
+import { EXPORTER_ROUTES } from '../../../server/exporter-api/routes.js'
+import { buildExporterApp, reportBodyLimit } from '../../../server/exporter-api/server.js'
+import { createLogger } from '../../../server/process/logger.js'
+import { createMetrics } from '../../../server/process/metrics.js'
 import { composition, harness, itemsOf, LIMIT, report, resolvedSink, T1, T2 } from './harness.js'
 
 // The exporter's loopback API carries a refusal back to the hooks, refuses a report body larger

@@ -1,12 +1,12 @@
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ResolvedSink } from '../../../api/types.js'
-import { clusterSecrets, type ClusterReads, type ScopeList } from '../../../server/credentials.js'
+import { clusterSecrets, type ClusterReads, type ScopeList } from '../../../server/cluster/credentials.js'
 import { composition, eventually, harness, INV, itemsOf, LIMIT, report, resolvedSink, T1, type Harness } from './harness.js'
 
 // Issue 24, F6: a pooled sink holds its credentials, so the grant of a Secret in another namespace
 // is looked up again before every use. The exporter runs with the cluster-mode credential code
-// (server/credentials.ts) over a recording stand-in for its two API calls; the same path against
+// (server/cluster/credentials.ts) over a recording stand-in for its two API calls; the same path against
 // a real API server is test/security/grant-revocation.test.ts.
 
 const FOREIGN = resolvedSink('shared', { secretRef: { name: 'pg-creds', namespace: 'team-b' } })

@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ResolvedSink, Snapshot } from '../../../api/types.js'
 import { PendingJournal } from '../../../exporter/pending-journal.js'
-import { createMetrics } from '../../../server/metrics.js'
+import { createMetrics } from '../../../server/process/metrics.js'
 import { SinkError, type Sink, type WriteResult } from '../../../sinks/sink.js'
 import { composition, eventually, expected, harness, INV, journalDir, itemsOf, LIMIT, report, resolvedSink, settle, T1 } from './harness.js'
 

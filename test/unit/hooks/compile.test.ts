@@ -5,7 +5,7 @@ import { compileCel, type CelCompiled, type CompileError } from '../../../hooks/
 import { compileJsonPath, type JsonPathCompiled } from '../../../hooks/jsonpath.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from '../../../hooks/limits.js'
 import { compileProfile, describeProblem, type AttributeProblem } from '../../../hooks/profile.js'
-import { enableLinearRegExps } from '../../../server/regexp-engine.js'
+import { enableLinearRegExps } from '../../../server/process/regexp-engine.js'
 
 // matches() patterns need the engine the process entry points switch on.
 enableLinearRegExps()

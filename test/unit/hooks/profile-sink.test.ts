@@ -5,7 +5,7 @@ import type { Condition, KollectSinkSpec, KubeObject, ProfileStatus, SinkStatus 
 import { syncProfile } from '../../../hooks/profile-sync.js'
 import type { CustomizeRequest, SyncRequest, SyncResponse } from '../../../hooks/request.js'
 import { customizeSink, mayCheck, reviewSink, syncSink, type SinkPolicy } from '../../../hooks/sink-sync.js'
-import { enableLinearRegExps } from '../../../server/regexp-engine.js'
+import { enableLinearRegExps } from '../../../server/process/regexp-engine.js'
 import { controllerFor, customizeRequest, loadExampleCr, relatedMap, syncRequest, TYPES } from '../../support/metacontroller.js'
 import { asSyncRequest, cond, scopeCr, wire } from './fixtures.js'
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { loadConfig } from '../../../server/config.js'
+import { loadConfig } from '../../../server/process/config.js'
 
 // Issue 24, F13: the cluster label becomes part of keys, paths, rows and subjects, so the default
 // label follows KollectSink.spec.cluster's rule, as a hub's clusters do.

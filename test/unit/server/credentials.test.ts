@@ -1,12 +1,12 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { KollectSinkSpec, ResolvedSink } from '../../../api/types.js'
-import { envCredentials, secretEnvName, secretLocation, secretRefusal, type ScopeList } from '../../../server/credentials.js'
+import { envCredentials, secretEnvName, secretLocation, secretRefusal, type ScopeList } from '../../../server/cluster/credentials.js'
 import { SinkError } from '../../../sinks/sink.js'
 
 // The exporter's own decision about a sink's Secret, pure: where it is, whether the scopes of the
 // sink's namespace allow it, and the local-mode variable names. Cluster mode's two API calls
-// (server/credentials.ts kubeReads) need a real API server and are not exercised here.
+// (server/cluster/credentials.ts kubeReads) need a real API server and are not exercised here.
 
 function sink(namespace: string, secretRef: KollectSinkSpec['secretRef'], name = 'git'): ResolvedSink {
   return { namespace, name, spec: { type: 'git', git: { url: 'https://git.example.com/inv.git' }, ...(secretRef ? { secretRef } : {}) } }

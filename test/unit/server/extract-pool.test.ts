@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { getPriority } from 'node:os'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
-import { ExtractPool, type PoolOutcome } from '../../../server/extract-pool.js'
+import { ExtractPool, type PoolOutcome } from '../../../server/extraction/pool.js'
 import { longSync, oneAttributeSync, ordinarySync, sleep } from '../../security/support.js'
 import { deployment } from '../../support/metacontroller.js'
 

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import sjson from 'secure-json-parse'
-import { readJson, Scan, scanJson } from '../../../server/json-depth.js'
+import { readJson, Scan, scanJson } from '../../../server/protocol/json-depth.js'
 import { deployment, goJson, targetSyncRequest } from '../../support/metacontroller.js'
 
 // The child parses plain JSON.parse when one pass saw no text that could spell __proto__ or

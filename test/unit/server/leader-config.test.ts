@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { loadConfig } from '../../../server/config.js'
+import { loadConfig } from '../../../server/process/config.js'
 
 const OPEN = { KOLLECT_HOOK_AUTH: 'none' }
 

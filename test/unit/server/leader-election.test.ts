@@ -1,9 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type * as k8s from '@kubernetes/client-node'
-import { LeaderElector, type LeaseApi, type LeaseSettings } from '../../../server/leader.js'
+import { LeaderElector, type LeaseApi } from '../../../server/cluster/leader.js'
+import type { LeaseSettings } from '../../../server/process/config.js'
 import type { FencingToken } from '../../../sinks/fence.js'
-import { createLogger } from '../../../server/logger.js'
+import { createLogger } from '../../../server/process/logger.js'
 
 // The elector's timing against a Lease held in memory with the API server's one rule that matters
 // here: a write carrying a stale resourceVersion is refused. Lease times are on a clock the test

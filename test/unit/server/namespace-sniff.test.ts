@@ -1,8 +1,8 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { encodeFrame, FrameDecoder } from '../../../server/frames.js'
-import { sniffNamespace } from '../../../server/namespace-sniff.js'
+import { encodeFrame, FrameDecoder } from '../../../server/extraction/frames.js'
+import { sniffNamespace } from '../../../server/extraction/namespace-sniff.js'
 import { deployment, goJson, targetSyncRequest } from '../../support/metacontroller.js'
 import { targetWith } from '../../security/support.js'
 

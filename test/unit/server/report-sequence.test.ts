@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { reportSequence } from '../../../server/hooks-app.js'
+import { reportSequence } from '../../../server/http/hooks-app.js'
 
 test('report sequences are wall-clock microseconds, strictly increasing even when the clock stalls or steps back', () => {
   const times = [1000, 1000, 1000, 999, 1002]

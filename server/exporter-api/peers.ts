@@ -1,9 +1,9 @@
 import { promises as dns } from 'node:dns'
-import type { ExporterClient } from '../api/types.js'
-import type { HookAuth } from './auth.js'
-import { roleAwareExporterClient, type HttpExporterClient, type RoleAnswer, type RoleAwareClient, type StateCall } from './exporter-app.js'
-import type { Logger } from './logger.js'
-import type { Metrics } from './metrics.js'
+import type { ExporterClient } from '../../api/types.js'
+import type { HookAuth } from '../guards/auth.js'
+import type { Logger } from '../process/logger.js'
+import type { Metrics } from '../process/metrics.js'
+import { roleAwareExporterClient, type HttpExporterClient, type RoleAnswer, type RoleAwareClient, type StateCall } from './client.js'
 
 // KOLLECT_EXPORTER_PEERS (docs/design.md, Topology): a standby exporter takes over with the
 // state only if it got every report, and a Service delivers each call to one ready pod. So the

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../config.js'
-import type { PluralResolver } from '../discovery.js'
-import { ExtractPool } from '../extract-pool.js'
-import type { Logger } from '../logger.js'
+import type { PluralResolver } from '../../cluster/discovery.js'
+import { ExtractPool } from '../../extraction/pool.js'
+import type { Config } from '../../process/config.js'
+import type { Logger } from '../../process/logger.js'
 import fp from 'fastify-plugin'
 
 declare module 'fastify' {

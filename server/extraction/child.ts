@@ -2,17 +2,17 @@
 // the plural, and runs syncTarget. It is a process of its own, not a worker thread, because a
 // V8 fatal error (an "invalid size" abort, a heap limit) ends the whole process it happens in:
 // here that is this child, which the pool replaces, and never the server.
-// Frames come and go on fd 3 (server/frames.ts); the IPC channel fork() opens only tells this
+// Frames come and go on fd 3 (server/extraction/frames.ts); the IPC channel fork() opens only tells this
 // child that the server is gone.
 import net from 'node:net'
-import type { ExpressionLimits } from '../hooks/limits.js'
-import type { PluralResolution } from '../hooks/plural.js'
-import { syncRequest, type SyncRequest } from '../hooks/request.js'
-import { syncTarget, type SyncPhases } from '../hooks/target.js'
+import type { ExpressionLimits } from '../../hooks/limits.js'
+import type { PluralResolution } from '../../hooks/plural.js'
+import { syncRequest, type SyncRequest } from '../../hooks/request.js'
+import { syncTarget, type SyncPhases } from '../../hooks/target.js'
+import { enableLinearRegExps } from '../process/regexp-engine.js'
+import { readJson } from '../protocol/json-depth.js'
+import { syncValidator } from '../protocol/request-schemas.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
-import { readJson } from './json-depth.js'
-import { enableLinearRegExps } from './regexp-engine.js'
-import { syncValidator } from './request-schemas.js'
 
 /** The body (job) or nothing (plural) follows as the frame's payload. */
 export type ToChild =

@@ -1,9 +1,9 @@
 // The extraction pool's contract: how it is set up, and what one sync comes back as.
-import type { KubeObject } from '../api/types.js'
-import type { ExpressionLimits } from '../hooks/limits.js'
-import type { TargetSyncResult } from '../hooks/target.js'
-import type { PluralResolver } from './discovery.js'
-import type { ChildPhases } from './extract-child.js'
+import type { KubeObject } from '../../api/types.js'
+import type { ExpressionLimits } from '../../hooks/limits.js'
+import type { TargetSyncResult } from '../../hooks/target.js'
+import type { PluralResolver } from '../cluster/discovery.js'
+import type { ChildPhases } from './child.js'
 
 export interface PoolOptions {
   /** Child processes shared by every namespace; default one per CPU, at least 2. */

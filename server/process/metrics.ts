@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { ExporterObserver } from '../exporter/index.js'
+import type { ExporterObserver } from '../../exporter/index.js'
 
 // Metric names and labels are documented in docs/operations.md; a test keeps them in step.
 export interface Metrics {

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { InventoryComposition } from '../../api/types.js'
-import { composeInventory, customizeInventory, finalizeInventoryResponse, syncInventoryResponse } from '../../hooks/inventory.js'
-import { parentRef, syncRequest, type CustomizeRequest } from '../../hooks/request.js'
-import { customizeSchema, syncSchema } from '../request-schemas.js'
+import type { InventoryComposition } from '../../../api/types.js'
+import { composeInventory, customizeInventory, finalizeInventoryResponse, syncInventoryResponse } from '../../../hooks/inventory.js'
+import { parentRef, syncRequest, type CustomizeRequest } from '../../../hooks/request.js'
+import { customizeSchema, syncSchema } from '../../protocol/request-schemas.js'
 import { callExporter, hookRoute, type HookRouteDeps } from './hook-route.js'
 
 /** /hooks/inventories/{customize,sync,finalize}. */

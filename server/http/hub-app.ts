@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify'
-import type { HubMetrics } from '../hub/metrics.js'
+import type { HubMetrics } from '../../hub/metrics.js'
 import { apiAuth } from './plugins/api-auth.js'
 
 export interface HubAppDeps {

@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import path from 'node:path'
-import { clusterLabelProblem } from '../api/names.js'
-import { DEFAULT_LIMITS, type ExpressionLimits } from '../hooks/limits.js'
-import type { HookAuth } from './auth.js'
-import type { LeaseSettings } from './leader.js'
+import { clusterLabelProblem } from '../../api/names.js'
+import { DEFAULT_LIMITS, type ExpressionLimits } from '../../hooks/limits.js'
+import type { HookAuth } from '../guards/auth.js'
 import { LOG_FORMATS, type LogFormat } from './logger.js'
 
 export interface Config {
@@ -47,6 +46,16 @@ export interface Config {
   namespaceShare: number
   /** Active/standby exporters over a Lease; null (the default) runs one exporter without API access. */
   leaderElection: LeaseSettings | null
+}
+
+/** The Lease the exporter replicas compete for (cluster/leader.ts), as KOLLECT_LEASE_* set it. */
+export interface LeaseSettings {
+  name: string
+  namespace: string
+  identity: string
+  durationMs: number
+  renewDeadlineMs: number
+  retryPeriodMs: number
 }
 
 /** Sized to the chart's exporter memory limit (1 GiB); the arithmetic is in docs/operations.md#sizing. */

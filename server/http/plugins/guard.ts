@@ -1,6 +1,6 @@
-import type { Config } from '../config.js'
-import { KollectError } from '../errors.js'
-import type { Metrics } from '../metrics.js'
+import type { Config } from '../../process/config.js'
+import type { Metrics } from '../../process/metrics.js'
+import { KollectError } from '../../protocol/errors.js'
 import fp from 'fastify-plugin'
 
 // Registered in the context that holds the hook routes, so it runs on them and on nothing else

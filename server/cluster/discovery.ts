@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node'
 import { LRUCache } from 'lru-cache'
-import type { ResourceSpec } from '../api/types.js'
-import { wellKnownNamespaced, wellKnownPlural, type PluralResolution } from '../hooks/plural.js'
+import type { ResourceSpec } from '../../api/types.js'
+import { wellKnownNamespaced, wellKnownPlural, type PluralResolution } from '../../hooks/plural.js'
 
 // resource() does discovery (and caches it) but is protected in the client.
 class DiscoveryApi extends k8s.KubernetesObjectApi {

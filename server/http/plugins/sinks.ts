@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { KollectSinkSpec } from '../../api/types.js'
-import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../../hooks/request.js'
-import { customizeSink, mayCheck, reviewSink, sinkSyncResponse } from '../../hooks/sink-sync.js'
-import { customizeSchema, syncSchema } from '../request-schemas.js'
-import { checkEndpoint } from '../ssrf.js'
+import type { KollectSinkSpec } from '../../../api/types.js'
+import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../../../hooks/request.js'
+import { customizeSink, mayCheck, reviewSink, sinkSyncResponse } from '../../../hooks/sink-sync.js'
+import { checkEndpoint } from '../../guards/ssrf.js'
+import { customizeSchema, syncSchema } from '../../protocol/request-schemas.js'
 import { callExporter, hookRoute, type HookRouteDeps } from './hook-route.js'
 
 /** /hooks/sinks/{customize,sync}. */

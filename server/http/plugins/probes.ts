@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { QUIET_ROUTE } from '../logger.js'
-import type { Metrics } from '../metrics.js'
+import { QUIET_ROUTE } from '../../process/logger.js'
+import type { Metrics } from '../../process/metrics.js'
 
 export interface ProbeDeps {
   metrics: Metrics

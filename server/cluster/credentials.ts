@@ -1,8 +1,8 @@
 import * as k8s from '@kubernetes/client-node'
 import { LRUCache } from 'lru-cache'
-import { GROUP, VERSION, type KollectScopeSpec, type KubeObject, type ResolvedSink } from '../api/types.js'
-import { effectiveScope, secretDenial, secretNamespace } from '../hooks/scope.js'
-import { SinkError, type Credentials } from '../sinks/sink.js'
+import { GROUP, VERSION, type KollectScopeSpec, type KubeObject, type ResolvedSink } from '../../api/types.js'
+import { effectiveScope, secretDenial, secretNamespace } from '../../hooks/scope.js'
+import { SinkError, type Credentials } from '../../sinks/sink.js'
 
 // Sink credentials, confined: a sink reads Secrets of its own namespace, and another namespace's
 // only when every KollectScope of the sink's namespace lists it in allowedSecrets. The hooks

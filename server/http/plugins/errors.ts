@@ -1,6 +1,6 @@
-import type { Config } from '../config.js'
-import { KollectError, errorBody } from '../errors.js'
-import { jsonErrorSummary } from '../json-errors.js'
+import type { Config } from '../../process/config.js'
+import { KollectError, errorBody } from '../../protocol/errors.js'
+import { jsonErrorSummary } from '../../protocol/json-errors.js'
 import fp from 'fastify-plugin'
 
 type FastifyFailure = Error & { code?: string; statusCode?: number; validation?: unknown }

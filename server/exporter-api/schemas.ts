@@ -1,6 +1,6 @@
-import { specSchema } from '../api/crd-schemas.js'
+import { specSchema } from '../../api/crd-schemas.js'
 
-// The bodies of the exporter sidecar's API (server/exporter-app.ts), after the ExporterClient
+// The bodies of the exporter sidecar's API (server/exporter-api/server.ts), after the ExporterClient
 // argument types in api/types.ts. Fields are checked for type, not closed: a newer hooks
 // container may send more. The sink spec is the CRD's own schema.
 

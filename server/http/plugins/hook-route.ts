@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ExporterClient } from '../../api/types.js'
-import type { Config } from '../config.js'
-import type { PluralResolver } from '../discovery.js'
-import { KollectError } from '../errors.js'
-import type { Metrics } from '../metrics.js'
+import type { ExporterClient } from '../../../api/types.js'
+import type { PluralResolver } from '../../cluster/discovery.js'
+import type { Config } from '../../process/config.js'
+import type { Metrics } from '../../process/metrics.js'
+import { KollectError } from '../../protocol/errors.js'
 import { toKollectError } from './errors.js'
 
 /** What the hook route plugins need: a part of HooksDeps. */

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import { HTTP_TIMEOUTS } from './http-timeouts.js'
-import { QuietProbes, type Logger } from './logger.js'
+import { QuietProbes, type Logger } from '../process/logger.js'
 import { apiAuth } from './plugins/api-auth.js'
 import { errorMapping } from './plugins/errors.js'
 import { extraction, extractionStarted } from './plugins/extraction.js'
@@ -13,6 +12,7 @@ import { probes, type ProbeDeps } from './plugins/probes.js'
 import { profileRoutes } from './plugins/profiles.js'
 import { sinkRoutes } from './plugins/sinks.js'
 import { targetRoutes } from './plugins/targets.js'
+import { HTTP_TIMEOUTS } from './timeouts.js'
 
 export { reportSequence } from './plugins/targets.js'
 
@@ -21,7 +21,7 @@ export interface HooksDeps extends HookRouteDeps, ProbeDeps {
   logger: Logger
 }
 
-/** The hooks server, one plugin per concern (server/plugins/). */
+/** The hooks server, one plugin per concern (server/http/plugins/). */
 export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,

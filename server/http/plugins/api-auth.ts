@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { authorized, type HookAuth } from '../auth.js'
-import { KollectError } from '../errors.js'
+import { authorized, type HookAuth } from '../../guards/auth.js'
+import { KollectError } from '../../protocol/errors.js'
 
 /** The probes and /metrics: kubelet and Prometheus call them without a token, and they only read. */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])

@@ -1,12 +1,12 @@
 import { availableParallelism } from 'node:os'
-import type { KubeObject, KollectTargetSpec } from '../api/types.js'
-import type { TargetSyncResult } from '../hooks/target.js'
-import type { FromChild } from './extract-child.js'
-import type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './extract-outcome.js'
-import { FairQueue } from './extract-queue.js'
-import { assignRole, sendToSlot, spawnSlot, stopSlot, type Slot as ChildSlot } from './extract-slot.js'
+import type { KubeObject, KollectTargetSpec } from '../../api/types.js'
+import type { TargetSyncResult } from '../../hooks/target.js'
+import type { FromChild } from './child.js'
+import type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js'
+import { FairQueue } from './queue.js'
+import { assignRole, sendToSlot, spawnSlot, stopSlot, type Slot as ChildSlot } from './slot.js'
 
-export type { JobInfo, PoolOptions, PoolOutcome, PoolPhases, StopReason } from './extract-outcome.js'
+export type { JobInfo, PoolOptions, PoolOutcome, PoolPhases, StopReason } from './outcome.js'
 
 /** A queued sync is refused once less than this share of its budget is left. */
 export const MIN_BUDGET_SHARE = 0.25
@@ -30,7 +30,7 @@ interface Job {
 type Slot = ChildSlot<Job>
 
 /**
- * Extraction child processes with a supervisor, fed by a fair queue (server/extract-queue.ts).
+ * Extraction child processes with a supervisor, fed by a fair queue (server/extraction/queue.ts).
  * - A child that dies (fatal error, heap limit, signal) is replaced; its sync ends ResourceLimit.
  * - A sync past arrival + timeoutMs has its child killed and ends EvaluationTimeout.
  * - The reserve children only take a sync from a namespace whose recent syncs were short (under

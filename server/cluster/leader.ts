@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import * as k8s from '@kubernetes/client-node'
-import type { FencingToken } from '../sinks/fence.js'
-import type { Logger } from './logger.js'
+import type { FencingToken } from '../../sinks/fence.js'
+import type { LeaseSettings } from '../process/config.js'
+import type { Logger } from '../process/logger.js'
 
 // Leader election over a coordination.k8s.io/v1 Lease, the algorithm of client-go's
 // leaderelection (client-node 1.3 ships no helper): every write carries the resourceVersion it
@@ -11,15 +12,6 @@ import type { Logger } from './logger.js'
 // (no clock skew between pods enters); the holder gives up when it cannot renew for renewDeadline,
 // which is shorter than leaseDuration, so it stops before anyone else may start. Durations are on
 // the monotonic clock: a wall clock stepped by NTP must not stretch or shrink a lease.
-
-export interface LeaseSettings {
-  name: string
-  namespace: string
-  identity: string
-  durationMs: number
-  renewDeadlineMs: number
-  retryPeriodMs: number
-}
 
 export interface LeaderCallbacks {
   onStartedLeading(): void

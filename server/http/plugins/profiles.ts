@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { syncProfile } from '../../hooks/profile-sync.js'
-import { syncRequest } from '../../hooks/request.js'
-import { syncSchema } from '../request-schemas.js'
+import { syncProfile } from '../../../hooks/profile-sync.js'
+import { syncRequest } from '../../../hooks/request.js'
+import { syncSchema } from '../../protocol/request-schemas.js'
 import { hookRoute, type HookRouteDeps } from './hook-route.js'
 
 /** /hooks/profiles/sync. */

@@ -1,5 +1,5 @@
-import type { Config } from '../config.js'
-import { jsonBodyParser } from '../json-depth.js'
+import type { Config } from '../../process/config.js'
+import { jsonBodyParser } from '../../protocol/json-depth.js'
 import fp from 'fastify-plugin'
 
 // Metacontroller sends application/json; curl -d sends form encoding. Every content type is

@@ -1,10 +1,10 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import type { Socket } from 'node:net'
 import { getPriority, setPriority } from 'node:os'
-import type { FromChild, ToChild } from './extract-child.js'
+import type { FromChild, ToChild } from './child.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
 
-const CHILD_URL = new URL('./extract-child.js', import.meta.url)
+const CHILD_URL = new URL('./child.js', import.meta.url)
 /** Niceness the shared extraction children add to the server's: under CPU contention the reserve child runs first. */
 const SHARED_NICENESS = 5
 
