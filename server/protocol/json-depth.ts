@@ -58,11 +58,6 @@ export function scanJson(bytes: Uint8Array, max: number): Scan {
   return suspect ? Scan.Suspect : Scan.Plain
 }
 
-/** True when objects and arrays nest deeper than max. Text inside strings does not count; malformed JSON is left to the parser. */
-export function nestsDeeperThan(bytes: Uint8Array, max: number): boolean {
-  return scanJson(bytes, max) === Scan.TooDeep
-}
-
 export type JsonRead = { ok: true; value: unknown } | { ok: false; code: 'KOLLECT_ERR_HOOK_TOO_DEEP' | 'KOLLECT_ERR_HOOK_BAD_JSON'; detail: string }
 
 /**
