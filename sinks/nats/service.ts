@@ -2,9 +2,10 @@ import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type Je
 import { Kvm, type KV } from '@nats-io/kv'
 import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
+import type { ItemEvent, SnapshotMarker } from '../events.js'
 import { SinkError } from '../sink.js'
 import { capturesEvents, STATE_BUCKET, type NatsSettings } from './config.js'
-import type { ItemEvent, OutgoingMessage, SnapshotMarker } from './encode.js'
+import type { OutgoingMessage } from './encode.js'
 import { readStreamRange, StateReadInterrupted } from './read.js'
 import type { PublishedMessage, StateEntry } from './state.js'
 
