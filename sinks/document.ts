@@ -6,10 +6,10 @@ import { canonicalJsonPretty, itemHash, itemKey, sortKeys } from '../api/canonic
 import type { Item, Snapshot } from '../api/types.js'
 import type { HeldItem } from './diff.js'
 import { configError, type SinkLabel } from './errors.js'
-import { renderPath, type TemplateValues } from './escape.js'
+import { escapePathSegment, renderPath, type TemplateValues } from './escape.js'
 
-// The snapshot as a file people read and diff: shared by every sink that writes documents
-// (file, git), so a document written by one can be read back by the other.
+// The snapshot as a file people read and diff, and the per-item files of perResource layouts:
+// shared by every sink that writes documents (file, git, s3), so what one wrote another reads back.
 
 export type DocumentFormat = 'json' | 'yaml'
 
@@ -42,6 +42,22 @@ export function renderSnapshot(snapshot: Snapshot, format: DocumentFormat = 'jso
 
 export function renderItem(item: Item): string {
   return canonicalJsonPretty(item)
+}
+
+/**
+ * perResource layouts (git, s3): an item's own file under `dir`, at a path made of its escaped
+ * identity, so `git log -- <file>` or an object's key is that item's history.
+ */
+export function itemPath(dir: string, item: Item): string {
+  return [
+    dir,
+    escapePathSegment(item.target.namespace),
+    escapePathSegment(item.target.name),
+    escapePathSegment(item.group || 'core'),
+    escapePathSegment(item.kind),
+    escapePathSegment(item.namespace || '_cluster'),
+    `${escapePathSegment(item.name)}.json`,
+  ].join('/')
 }
 
 /**
