@@ -2,7 +2,7 @@ import { readdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { refKey, sha256 } from '../api/canonical.js'
 import type { InventoryComposition, ObjectRef, Snapshot } from '../api/types.js'
-import { readTextIfExists, writeFileAtomic } from '../sinks/document.js'
+import { readTextIfExists, writeFileAtomic } from '../api/files.js'
 import { SerialQueue } from '../sinks/serial.js'
 
 /** What a sink last confirmed: status shows it after a restart, until the sink is written again. */

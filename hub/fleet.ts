@@ -1,7 +1,7 @@
 import { buildSnapshot, itemHash, itemKey, refKey } from '../api/canonical.js'
 import { clusterLabelProblem, isNamespaceName, isObjectName } from '../api/names.js'
 import type { Item, ObjectRef, Snapshot } from '../api/types.js'
-import type { ItemEvent, SnapshotMarker } from '../sinks/nats/encode.js'
+import type { ItemEvent, SnapshotMarker } from '../sinks/events.js'
 import { escapePathSegment, escapeSubjectToken } from '../sinks/escape.js'
 import { SharedStrings } from '../exporter/index.js'
 

@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
-import { writeFileAtomic } from '../sinks/document.js'
+import { writeFileAtomic } from '../api/files.js'
 import { escapePathSegment } from '../sinks/escape.js'
 import { inventoryKey, type FleetState, type HeldInventory } from './fleet.js'
 

@@ -1,15 +1,13 @@
-import { randomBytes } from 'node:crypto'
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import YAML from 'yaml'
 import { canonicalJsonPretty, itemHash, itemKey, sortKeys } from '../api/canonical.js'
 import type { Item, Snapshot } from '../api/types.js'
 import type { HeldItem } from './diff.js'
 import { configError, type SinkLabel } from './errors.js'
-import { renderPath, type TemplateValues } from './escape.js'
+import { escapePathSegment, renderPath, type TemplateValues } from './escape.js'
 
-// The snapshot as a file people read and diff: shared by every sink that writes documents
-// (file, git), so a document written by one can be read back by the other.
+// The snapshot as a file people read and diff, and the per-item files of perResource layouts:
+// shared by every sink that writes documents (file, git, s3), so what one wrote another reads back.
 
 export type DocumentFormat = 'json' | 'yaml'
 
@@ -42,6 +40,22 @@ export function renderSnapshot(snapshot: Snapshot, format: DocumentFormat = 'jso
 
 export function renderItem(item: Item): string {
   return canonicalJsonPretty(item)
+}
+
+/**
+ * perResource layouts (git, s3): an item's own file under `dir`, at a path made of its escaped
+ * identity, so `git log -- <file>` or an object's key is that item's history.
+ */
+export function itemPath(dir: string, item: Item): string {
+  return [
+    dir,
+    escapePathSegment(item.target.namespace),
+    escapePathSegment(item.target.name),
+    escapePathSegment(item.group || 'core'),
+    escapePathSegment(item.kind),
+    escapePathSegment(item.namespace || '_cluster'),
+    `${escapePathSegment(item.name)}.json`,
+  ].join('/')
 }
 
 /**
@@ -103,51 +117,6 @@ export function renderDocumentPath(sink: SinkLabel, root: string, template: stri
     throw configError(sink, `path template "${template}" must name a file`)
   }
   return full
-}
-
-export async function readTextIfExists(file: string): Promise<string | undefined> {
-  try {
-    return await readFile(file, 'utf8')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw err
-  }
-}
-
-/**
- * Readers see the old file or the new one, never a torn write: the text goes to a temporary
- * file in the same directory (same filesystem, so rename is atomic), is fsynced, then renamed
- * over the target, and the directory is fsynced so the rename itself survives a crash.
- */
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
-  const dir = path.dirname(file)
-  await mkdir(dir, { recursive: true })
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`)
-  try {
-    const handle = await open(tmp, 'wx', 0o644)
-    try {
-      await handle.writeFile(text, 'utf8')
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-    await rename(tmp, file)
-  } catch (err) {
-    await rm(tmp, { force: true })
-    throw err
-  }
-  await syncDirectory(dir)
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r')
-  try {
-    await handle.sync()
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
-  } finally {
-    await handle.close()
-  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,5 +1,6 @@
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { renderDocumentPath } from '../document.js'
+import type { SinkDescriptor } from '../descriptor.js'
 import type { SinkLabel } from '../errors.js'
 import { NO_FENCE, type WriteFence } from '../fence.js'
 import type { SinkOptions } from '../options.js'
@@ -8,6 +9,9 @@ import type { Sink, WriteResult } from '../sink.js'
 import { resolveFileSettings, type FileSettings } from './config.js'
 import { encodeFileWrite } from './encode.js'
 import { FileService } from './service.js'
+
+// Local files only: nothing for the SSRF guard.
+export const fileSink: SinkDescriptor = { type: 'file', create: createFileSink, endpoints: () => [] }
 
 /** One canonical document per inventory under the data directory, replaced atomically. */
 export function createFileSink(opts: SinkOptions): Sink {

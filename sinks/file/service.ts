@@ -1,6 +1,6 @@
 import { mkdir, rmdir, unlink } from 'node:fs/promises'
 import path from 'node:path'
-import { readTextIfExists, writeFileAtomic } from '../document.js'
+import { readTextIfExists, writeFileAtomic } from '../../api/files.js'
 import { errorCode, NO_SECRETS, sinkFailure, type SinkLabel } from '../errors.js'
 
 // File I/O only. Errors an operator must fix by changing the layout (a directory where the

@@ -1,6 +1,7 @@
 import { formatDuration, parseDuration } from '../../api/duration.js'
 import { reviewApiUrlProblem, reviewProjectProblem } from '../../api/review-checks.js'
 import type { KollectSinkSpec } from '../../api/types.js'
+import type { Endpoint } from '../descriptor.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { Credentials } from '../sink.js'
 import type { ReviewText } from './review/provider.js'
@@ -29,6 +30,13 @@ export interface GitSettings {
 }
 
 export const DEFAULT_GIT_PATH = 'inventory/{cluster}/{namespace}/{name}.json'
+
+/** The remote, and the forge API, which receives the token: both guarded before the sink is built. */
+export function gitEndpoints(spec: KollectSinkSpec): Endpoint[] {
+  const git = spec.git
+  const review = git?.review?.apiUrl ? [{ url: git.review.apiUrl.trim(), what: 'review.apiUrl' }] : []
+  return [...(git?.url ? [{ url: git.url }] : []), ...review]
+}
 
 export function resolveGitSettings(spec: KollectSinkSpec, credentials: Credentials, sink: SinkLabel): GitSettings {
   const invalid = (problem: string): never => {

@@ -1,8 +1,7 @@
 import path from 'node:path'
-import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
+import type { ObjectRef, Snapshot } from '../../api/types.js'
 import type { ItemDiff } from '../diff.js'
-import { renderItem, renderSnapshot } from '../document.js'
-import { escapePathSegment } from '../escape.js'
+import { itemPath, renderItem, renderSnapshot } from '../document.js'
 import type { FencingToken } from '../fence.js'
 import type { WriteResult } from '../sink.js'
 import type { GitLayout } from './config.js'
@@ -27,19 +26,6 @@ export function managedPath(documentPath: string, layout: GitLayout, template: s
   const ext = path.posix.extname(template)
   if (ext === '' || /[{}]/.test(ext) || !documentPath.endsWith(ext)) return documentPath
   return documentPath.slice(0, -ext.length)
-}
-
-/** perResource: one file per item, so `git log -- <file>` is that object's history. */
-export function itemPath(dir: string, item: Item): string {
-  return [
-    dir,
-    escapePathSegment(item.target.namespace),
-    escapePathSegment(item.target.name),
-    escapePathSegment(item.group || 'core'),
-    escapePathSegment(item.kind),
-    escapePathSegment(item.namespace || '_cluster'),
-    `${escapePathSegment(item.name)}.json`,
-  ].join('/')
 }
 
 export function planFiles(managed: string, layout: GitLayout, snapshot: Snapshot, diff: ItemDiff): FilePlan {

@@ -1,16 +1,17 @@
 import path from 'node:path'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
+import type { SinkDescriptor } from '../descriptor.js'
 import { diffItems, type HeldItem } from '../diff.js'
-import { heldFromItems, renderDocumentPath, renderSnapshot } from '../document.js'
+import { heldFromItems, itemPath, renderDocumentPath, renderSnapshot } from '../document.js'
 import { configError, type SinkLabel } from '../errors.js'
 import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
 import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
-import { resolveGitSettings, type GitSettings } from './config.js'
+import { gitEndpoints, resolveGitSettings, type GitSettings } from './config.js'
 import { blobId, documentDrift, resourceDrift, type Drift } from './drift.js'
-import { itemPath, managedPath, planFiles, removeMessage, repairMessage, withFencing, writeMessage } from './encode.js'
+import { managedPath, planFiles, removeMessage, repairMessage, withFencing, writeMessage } from './encode.js'
 import { createReviewProvider, ReviewFlow } from './review/propose.js'
 import { GitRepository } from './service.js'
 
@@ -31,6 +32,8 @@ interface Staged {
   held: Map<string, HeldItem>
   rendered?: string
 }
+
+export const gitSink: SinkDescriptor = { type: 'git', create: createGitSink, endpoints: gitEndpoints }
 
 /**
  * The git sink: one commit per export that changes something. Without a URL it keeps a local

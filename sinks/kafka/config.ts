@@ -1,4 +1,6 @@
 import { BROKER_RULE, parseBroker, type KafkaBroker } from '../../api/kafka-brokers.js'
+import type { KollectSinkSpec } from '../../api/types.js'
+import type { Endpoint } from '../descriptor.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 
@@ -60,6 +62,18 @@ export function parseBrokers(label: SinkLabel, text: string): KafkaBroker[] {
 /** Every endpoint the client opens first, as URLs for the SSRF guard. */
 export function brokerUrls(brokers: readonly KafkaBroker[]): string[] {
   return brokers.map((b) => `kafka://${b.host.includes(':') ? `[${b.host}]` : b.host}:${b.port}/`)
+}
+
+/** The bootstrap brokers; the brokers they name are checked as the client connects (connections.ts). */
+export function kafkaEndpoints(spec: KollectSinkSpec): Endpoint[] {
+  // An unparsable list fails in the sink's own config check, with the reason.
+  let urls: string[] = []
+  try {
+    urls = brokerUrls(parseBrokers({ kind: 'kafka', id: '' }, spec.kafka?.brokers ?? ''))
+  } catch {
+    return []
+  }
+  return urls.map((url) => ({ url }))
 }
 
 function topicName(label: SinkLabel, field: string, name: string): string {

@@ -1,18 +1,13 @@
 import { createHash } from 'node:crypto'
 import { itemHash, itemKey, sha256 } from '../../api/canonical.js'
-import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
+import type { Item, Snapshot } from '../../api/types.js'
 import type { HeldItem, ItemDiff } from '../diff.js'
 import { escapePathSegment } from '../escape.js'
-import { EMPTY_CHECKSUM, type ItemEvent, type ItemEventType, type SnapshotMarker } from '../nats/encode.js'
+import { EMPTY_CHECKSUM, itemEventBody, markerBody, type InventoryAddress, type ItemEventType } from '../events.js'
 import { resultOf } from '../result.js'
 
-// Event bodies are the NATS sink's (ItemEvent, SnapshotMarker): a consumer reads both sinks alike.
-export { EMPTY_CHECKSUM }
-
-export interface InventoryAddress {
-  cluster: string
-  inventory: ObjectRef
-}
+// Pure: the records an export produces. The event bodies are ../events.ts's, as the NATS sink's,
+// so a consumer reads both sinks alike; here are their keys, partitions and headers, and the state topic.
 
 /** One record to produce; value null is a Kafka tombstone (compaction drops the key). */
 export interface OutgoingRecord {
@@ -131,16 +126,7 @@ interface Context {
 }
 
 function itemEvent(c: Context, type: ItemEventType, key: string, before?: Item, after?: Item): OutgoingRecord {
-  const event: ItemEvent = {
-    type,
-    cluster: c.at.cluster,
-    inventory: c.at.inventory,
-    key,
-    checksum: c.checksum,
-    previousChecksum: c.previousChecksum,
-    ...(before ? { before } : {}),
-    ...(after ? { after } : {}),
-  }
+  const event = itemEventBody(c.at, c, type, key, before, after)
   return { topic: c.topics.topic, partition: c.partition, key: itemEventKey(c.at, key), value: JSON.stringify(event), headers: headers(c.at, c.checksum, type) }
 }
 
@@ -181,15 +167,7 @@ export function encodeExport(topics: Topics, snapshot: Snapshot, held: HeldState
     events.push(itemEvent(c, 'removed', key, before))
     state.push(stateRecord(c, stateItemKey(c.token, key), null))
   }
-  const marker: SnapshotMarker = {
-    type: 'snapshot',
-    cluster: c.at.cluster,
-    inventory: c.at.inventory,
-    checksum: c.checksum,
-    previousChecksum: c.previousChecksum,
-    itemCount: snapshot.itemCount,
-    ...resultOf(diff),
-  }
+  const marker = markerBody(c.at, c, 'snapshot', snapshot.itemCount, resultOf(diff))
   const recorded = { checksum: snapshot.checksum, itemCount: snapshot.itemCount }
   return {
     records: [

@@ -1,17 +1,21 @@
 import type { ObjectRef, Snapshot } from '../../api/types.js'
+import type { SinkDescriptor } from '../descriptor.js'
 import { diffItems, publishedDrift } from '../diff.js'
 import { during, sinkGuard } from '../errors.js'
+import type { InventoryAddress } from '../events.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
 import { NO_FENCE, type WriteFence } from '../fence.js'
 import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
-import { kafkaSettings } from './config.js'
-import { decodeStates, encodeExport, encodeRemoval, inventoryKey, inventoryToken, type HeldState, type InventoryAddress } from './encode.js'
+import { kafkaEndpoints, kafkaSettings } from './config.js'
+import { decodeStates, encodeExport, encodeRemoval, inventoryKey, inventoryToken, type HeldState } from './encode.js'
 import { explained, isRetriable } from './errors.js'
 import { KafkaService } from './service.js'
 
 export { kafkaSettings } from './config.js'
+
+export const kafkaSink: SinkDescriptor = { type: 'kafka', create: createKafkaSink, endpoints: kafkaEndpoints }
 
 /**
  * The Kafka sink: one event per added, changed or removed item, keyed by the item's identity,

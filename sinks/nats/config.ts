@@ -1,4 +1,6 @@
 import { formatDuration, parseDuration } from '../../api/duration.js'
+import type { KollectSinkSpec } from '../../api/types.js'
+import type { Endpoint } from '../descriptor.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 
@@ -68,6 +70,11 @@ function authFrom(label: SinkLabel, credentials: Readonly<Record<string, string>
     return { user, pass }
   }
   return {}
+}
+
+/** Every server of the comma-separated url. */
+export function natsEndpoints(spec: KollectSinkSpec): Endpoint[] {
+  return spec.nats?.url ? spec.nats.url.split(',').map((u) => ({ url: u.trim() })) : []
 }
 
 export function natsSettings(opts: SinkOptions): NatsSettings {

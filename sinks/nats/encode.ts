@@ -1,38 +1,13 @@
-import { itemHash, itemKey, itemsChecksum, sha256 } from '../../api/canonical.js'
-import type { Item, ObjectRef } from '../../api/types.js'
+import { itemHash, itemKey, sha256 } from '../../api/canonical.js'
+import type { Item } from '../../api/types.js'
 import type { HeldItem, ItemDiff } from '../diff.js'
 import { escapeSubjectToken } from '../escape.js'
+import { itemEventBody, markerBody, type InventoryAddress, type ItemEventType, type MarkerType } from '../events.js'
 import { resultOf } from '../result.js'
 import type { WriteResult } from '../sink.js'
 
-// Pure: the messages an export publishes (item events and the snapshot marker), their subjects
-// and their dedupe ids. What the last export left behind is read in state.ts.
-
-export type ItemEventType = 'added' | 'changed' | 'removed'
-export type MarkerType = 'snapshot' | 'tombstone'
-
-export interface ItemEvent {
-  type: ItemEventType
-  cluster: string
-  inventory: ObjectRef
-  key: string
-  checksum: string
-  previousChecksum: string | null
-  before?: Item
-  after?: Item
-}
-
-export interface SnapshotMarker {
-  type: MarkerType
-  cluster: string
-  inventory: ObjectRef
-  checksum: string
-  previousChecksum: string | null
-  itemCount: number
-  added: number
-  changed: number
-  removed: number
-}
+// Pure: the messages an export publishes (item events and the snapshot marker, in the format of
+// ../events.ts), their subjects and their dedupe ids. What the last export left behind is read in state.ts.
 
 export interface OutgoingMessage {
   subject: string
@@ -41,14 +16,6 @@ export interface OutgoingMessage {
   msgID: string
   /** Kollect-Checksum header: the snapshot this message belongs to. */
   checksum: string
-}
-
-/** The checksum of "holds nothing", carried by a tombstone. */
-export const EMPTY_CHECKSUM = itemsChecksum([])
-
-export interface InventoryAddress {
-  cluster: string
-  inventory: ObjectRef
 }
 
 /** `type` '*' is the filter for every message of the inventory. */
@@ -92,34 +59,16 @@ export function markerMessageId(t: Transition, type: MarkerType): string {
 }
 
 function itemEvent(prefix: string, t: Transition, type: ItemEventType, key: string, before?: Item, after?: Item): OutgoingMessage {
-  const event: ItemEvent = {
-    type,
-    cluster: t.cluster,
-    inventory: t.inventory,
-    key,
-    checksum: t.checksum,
-    previousChecksum: t.previousChecksum,
-    ...(before ? { before } : {}),
-    ...(after ? { after } : {}),
-  }
   return {
     subject: subjectFor(prefix, t, type),
-    payload: JSON.stringify(event),
+    payload: JSON.stringify(itemEventBody(t, t, type, key, before, after)),
     msgID: itemMessageId(t, type, key, before, after),
     checksum: t.checksum,
   }
 }
 
 function marker(prefix: string, t: Transition, type: MarkerType, counts: WriteResult, itemCount: number): OutgoingMessage {
-  const body: SnapshotMarker = {
-    type,
-    cluster: t.cluster,
-    inventory: t.inventory,
-    checksum: t.checksum,
-    previousChecksum: t.previousChecksum,
-    itemCount,
-    ...counts,
-  }
+  const body = markerBody(t, t, type, itemCount, counts)
   return { subject: subjectFor(prefix, t, 'snapshot'), payload: JSON.stringify(body), msgID: markerMessageId(t, type), checksum: t.checksum }
 }
 

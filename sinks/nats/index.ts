@@ -1,13 +1,15 @@
 import type { ObjectRef, Snapshot } from '../../api/types.js'
+import type { SinkDescriptor } from '../descriptor.js'
 import { diffItems, publishedDrift } from '../diff.js'
 import { during, sinkGuard } from '../errors.js'
+import { EMPTY_CHECKSUM, type InventoryAddress } from '../events.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
 import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
-import { natsSettings } from './config.js'
-import { EMPTY_CHECKSUM, encodeExport, encodeRemoval, subjectFor, type InventoryAddress } from './encode.js'
+import { natsEndpoints, natsSettings } from './config.js'
+import { encodeExport, encodeRemoval, subjectFor } from './encode.js'
 import { isRetriable, NatsService } from './service.js'
 import {
   decodeState,
@@ -24,6 +26,8 @@ import {
 } from './state.js'
 
 export { natsSettings } from './config.js'
+
+export const natsSink: SinkDescriptor = { type: 'nats', create: createNatsSink, endpoints: natsEndpoints }
 
 /**
  * The NATS sink: one JetStream event per added, changed or removed item, then a snapshot marker.

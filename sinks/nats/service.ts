@@ -1,10 +1,12 @@
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
 import { Kvm, type KV } from '@nats-io/kv'
 import { connect, headers, millis, nanos, type NatsConnection } from '@nats-io/transport-node'
+import { forEachBounded } from '../concurrency.js'
 import { configError, errorChain, isTransientNetworkError } from '../errors.js'
+import type { ItemEvent, SnapshotMarker } from '../events.js'
 import { SinkError } from '../sink.js'
 import { capturesEvents, STATE_BUCKET, type NatsSettings } from './config.js'
-import type { ItemEvent, OutgoingMessage, SnapshotMarker } from './encode.js'
+import type { OutgoingMessage } from './encode.js'
 import { readStreamRange, StateReadInterrupted } from './read.js'
 import type { PublishedMessage, StateEntry } from './state.js'
 
@@ -35,24 +37,6 @@ interface Connected {
   js: JetStreamClient
   jsm: JetStreamManager
   kv: KV
-}
-
-/** Run fn over items with at most `limit` in flight; stop starting new ones after a failure, settle all, throw the first. */
-export async function forEachBounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0
-  let failure: { err: unknown } | undefined
-  const worker = async (): Promise<void> => {
-    while (failure === undefined && next < items.length) {
-      const item = items[next++] as T
-      try {
-        await fn(item)
-      } catch (err) {
-        failure ??= { err }
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
-  if (failure !== undefined) throw failure.err
 }
 
 /** NATS I/O: the connection, the stream, the state bucket. No diffing or encoding here. */

@@ -1,9 +1,10 @@
 import { itemHash, itemKey, sha256 } from '../../api/canonical.js'
 import type { Item } from '../../api/types.js'
 import type { HeldItem, ItemDiff } from '../diff.js'
+import type { InventoryAddress, ItemEvent, SnapshotMarker } from '../events.js'
 import { parseToken, type FencingToken } from '../fence.js'
 import { emptyResult, type WriteResult } from '../sink.js'
-import type { InventoryAddress, ItemEvent, SnapshotMarker, Transition } from './encode.js'
+import type { Transition } from './encode.js'
 
 // Pure: what an inventory's last export left behind (the KV bucket's record and the stream after
 // it), and the KV keys and values that record the next one.

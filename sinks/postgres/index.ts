@@ -1,12 +1,13 @@
 import { itemKey } from '../../api/canonical.js'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
+import type { SinkDescriptor } from '../descriptor.js'
 import { diffItems, isEmptyDiff, type ItemDiff } from '../diff.js'
 import { during, sinkGuard } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 import { resultOf } from '../result.js'
 import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import { emptyResult, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
-import { postgresSettings, type PostgresSettings } from './config.js'
+import { dsnOf, postgresEndpoints, postgresSettings, type PostgresSettings } from './config.js'
 import {
   addStoredRows, emptyHeld, headerInStep, heldFromRows, inventoryParams, removedKeys, upsertChunks,
   type HeldState, type InventoryParams, type SnapshotHeader,
@@ -16,6 +17,15 @@ import { isRetriable, type InventoryTx, PostgresService } from './service.js'
 export { postgresSettings } from './config.js'
 
 const DRIFT_EXAMPLES = 5
+
+export const postgresSink: SinkDescriptor = {
+  type: 'postgres',
+  create: createPostgresSink,
+  endpoints: (_spec, credentials) => {
+    const dsn = dsnOf(credentials)
+    return dsn === undefined ? [] : postgresEndpoints(dsn)
+  },
+}
 
 /**
  * The Postgres sink: one transaction per export. The diff is computed against the rows the

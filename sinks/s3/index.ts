@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
+import type { SinkDescriptor } from '../descriptor.js'
 import { diffItems, type HeldItem } from '../diff.js'
 import { heldFromItems, parseSnapshotItems, renderSnapshot } from '../document.js'
 import { configError, during, sinkGuard } from '../errors.js'
@@ -8,7 +9,7 @@ import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
 import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
-import { s3Settings, type S3Settings } from './config.js'
+import { s3Endpoints, s3Settings, type S3Settings } from './config.js'
 import {
   encodePointer,
   expiredSnapshots,
@@ -36,6 +37,12 @@ interface Held {
   items?: Map<string, HeldItem>
   /** perResource: the object key of every held item. */
   keys?: Map<string, string>
+}
+
+export const s3Sink: SinkDescriptor = {
+  type: 's3',
+  create: createS3Sink,
+  endpoints: (spec) => s3Endpoints(spec).map((url) => ({ url, what: 'endpoint' })),
 }
 
 /**

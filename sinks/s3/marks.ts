@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { itemKey } from '../../api/canonical.js'
 import type { Snapshot } from '../../api/types.js'
-import { documentDrift } from '../git/drift.js'
+import { documentDifferences, DRIFT_EXAMPLES } from '../drift.js'
 import type { DriftResult } from '../sink.js'
 import { planFromListing, pointerKey, type Pointer } from './encode.js'
 
@@ -12,8 +12,6 @@ import { planFromListing, pointerKey, type Pointer } from './encode.js'
 // every few hundred, deleted only after the writer's pointer landed. While another writer's mark
 // is fresh, an export waits (a retriable error, so status is not Synced); a stale mark (or this
 // writer's own, left by a crash) makes the next export compare every object with its snapshot.
-
-const MAX_EXAMPLES = 5
 
 export function marksDir(prefix: string): string {
   return `${prefix}/writing/`
@@ -58,13 +56,12 @@ export function objectDrift(prefix: string, snapshot: Snapshot, listed: Readonly
   for (const item of snapshot.items) byObject.set(plan.held.keys.get(itemKey(item)) as string, itemKey(item))
   const found = [...plan.put.keys()].map((o) => byObject.get(o) ?? o).concat(plan.delete)
   if (!inStep(pointer, snapshot, 'perResource')) found.push(pointerKey(prefix))
-  return { differences: found.length, examples: found.slice(0, MAX_EXAMPLES), repaired: false }
+  return { differences: found.length, examples: found.slice(0, DRIFT_EXAMPLES), repaired: false }
 }
 
-/** document: the document the pointer names against the snapshot's rendering (git's comparison). */
+/** document: the document the pointer names against the snapshot's rendering, compared as git compares its own. */
 export function documentObjectDrift(prefix: string, snapshot: Snapshot, rendered: string, pointer: Pointer | undefined, held: string | undefined): DriftResult {
-  const drift = documentDrift(pointer?.snapshot ?? pointerKey(prefix), snapshot, rendered, held)
-  let { differences, examples } = drift
+  let { differences, examples } = documentDifferences(pointer?.snapshot ?? pointerKey(prefix), snapshot, rendered, held)
   if (differences === 0 && !inStep(pointer, snapshot, 'document')) {
     differences = 1
     examples = [pointerKey(prefix)]

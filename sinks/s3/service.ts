@@ -6,8 +6,8 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3'
+import { forEachBounded } from '../concurrency.js'
 import { bounded, errorChain, isTransientNetworkError } from '../errors.js'
-import { forEachBounded } from '../nats/service.js'
 import type { S3Settings } from './config.js'
 import { boundErrorBodies } from './error-body.js'
 

@@ -3,9 +3,9 @@ import { after, before, describe, test } from 'node:test'
 import { Consumer, FetchIsolationLevels } from '@platformatic/kafka'
 import { itemKey } from '../../api/canonical.js'
 import type { KollectSinkSpec, ObjectRef } from '../../api/types.js'
+import { EMPTY_CHECKSUM, type ItemEvent, type SnapshotMarker } from '../../sinks/events.js'
 import { kafkaSettings } from '../../sinks/kafka/config.js'
 import {
-  EMPTY_CHECKSUM,
   HEADER_CHECKSUM,
   HEADER_CLUSTER,
   HEADER_EVENT,
@@ -17,7 +17,6 @@ import {
 import { createKafkaSink } from '../../sinks/kafka/index.js'
 import type { ReadRecord } from '../../sinks/kafka/encode.js'
 import { KafkaService } from '../../sinks/kafka/service.js'
-import type { ItemEvent, SnapshotMarker } from '../../sinks/nats/encode.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { startKafka, type KafkaBroker } from '../support/kafka.js'
 import { pollUntil } from '../support/process.js'

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict'
 import { canonicalJsonPretty, itemKey } from '../../../api/canonical.js'
 import type { Item, Snapshot } from '../../../api/types.js'
 import { diffItems } from '../../../sinks/diff.js'
-import { heldFromItems, renderItem, renderSnapshot } from '../../../sinks/document.js'
+import { heldFromItems, itemPath, renderItem, renderSnapshot } from '../../../sinks/document.js'
 import { blobId, documentDrift, resourceDrift, type ObjectFormat } from '../../../sinks/git/drift.js'
-import { itemPath, managedPath, planFiles, removeMessage, repairMessage, writeMessage } from '../../../sinks/git/encode.js'
+import { managedPath, planFiles, removeMessage, repairMessage, writeMessage } from '../../../sinks/git/encode.js'
 import { bumpReplicas, makeItem, makeItems, snapshotOf } from '../../support/items.js'
 
 const INV = { namespace: 'team-a', name: 'prod-inventory' }

@@ -3,14 +3,14 @@ import assert from 'node:assert/strict'
 import { itemKey } from '../../../api/canonical.js'
 import type { Item } from '../../../api/types.js'
 import { diffItems } from '../../../sinks/diff.js'
+import { EMPTY_CHECKSUM, type InventoryAddress, type ItemEvent, type SnapshotMarker } from '../../../sinks/events.js'
 import { kafkaSettings } from '../../../sinks/kafka/config.js'
 import {
-  decodeStates, EMPTY_CHECKSUM, encodeExport, encodeRemoval, HEADER_EVENT, inventoryKey, inventoryToken, itemEventKey, partitionFor,
-  stateItemKey, stateSnapshotKey, type HeldState, type InventoryAddress, type StateRecord, type Topics,
+  decodeStates, encodeExport, encodeRemoval, HEADER_EVENT, inventoryKey, inventoryToken, itemEventKey, partitionFor,
+  stateItemKey, stateSnapshotKey, type HeldState, type StateRecord, type Topics,
 } from '../../../sinks/kafka/encode.js'
 import { chunks } from '../../../sinks/kafka/encode.js'
 import { explained, isRetriable } from '../../../sinks/kafka/errors.js'
-import type { ItemEvent, SnapshotMarker } from '../../../sinks/nats/encode.js'
 import { SinkError } from '../../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../../support/items.js'
 

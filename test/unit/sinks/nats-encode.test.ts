@@ -3,10 +3,8 @@ import assert from 'node:assert/strict'
 import { itemHash, itemKey } from '../../../api/canonical.js'
 import type { Item } from '../../../api/types.js'
 import { diffItems, type HeldItem } from '../../../sinks/diff.js'
-import {
-  EMPTY_CHECKSUM, encodeExport, encodeRemoval, itemMessageId, markerMessageId, subjectFor,
-  type InventoryAddress, type ItemEvent, type SnapshotMarker, type Transition,
-} from '../../../sinks/nats/encode.js'
+import { EMPTY_CHECKSUM, type InventoryAddress, type ItemEvent, type SnapshotMarker } from '../../../sinks/events.js'
+import { encodeExport, encodeRemoval, itemMessageId, markerMessageId, subjectFor, type Transition } from '../../../sinks/nats/encode.js'
 import {
   decodeState, encodeHeldSnapshot, inventoryStateFilter, inventoryToken, itemsStateFilter, itemStateKey, replay, replayFrom, snapshotStateKey,
   stateUpdates, transitionFrom, type InventoryState, type PublishedMessage, type StateEntry,
