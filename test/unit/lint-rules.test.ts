@@ -17,6 +17,7 @@ interface ImportCase {
 }
 
 const SIBLING = "must not import another sink's folder"
+const FACADE = 'import the exporter through exporter/index.js'
 
 const RULES: Record<string, ImportCase[]> = {
   'a sink folder never imports another sink folder': [
@@ -29,6 +30,32 @@ const RULES: Record<string, ImportCase[]> = {
     { file: 'sinks/git/review/x.ts', code: "import { gitEndpoints } from '../config.js'" },
     { file: 'sinks/git/x.ts', code: "import { S3Client } from '@aws-sdk/client-s3'" },
     { file: 'sinks/registry.ts', code: "import { gitSink } from './git/index.js'" },
+  ],
+  'outside the exporter, only its index.ts is imported': [
+    { file: 'server/process/x.ts', code: "import { SinkPool } from '../../exporter/pool.js'", refused: FACADE },
+    { file: 'hub/x.ts', code: "import { SinkDriver } from '../exporter/sink-driver.js'", refused: FACADE },
+    { file: 'test/integration/x.ts', code: "import { PendingJournal } from '../../exporter/pending-journal.js'", refused: FACADE },
+    { file: 'hub/x.ts', code: "import { SinkDriver } from '../exporter/index.js'" },
+    { file: 'exporter/x.ts', code: "import { SinkPool } from './pool.js'" },
+    { file: 'test/unit/exporter/x.ts', code: "import { SinkPool } from '../../../exporter/pool.js'" },
+  ],
+  'each layer imports only the layers below it': [
+    { file: 'api/x.ts', code: "import { gitSink } from '../sinks/git/index.js'", refused: 'api/ must not import' },
+    { file: 'hooks/x.ts', code: "import { loadConfig } from '../server/process/config.js'", refused: 'hooks/ must not import' },
+    { file: 'exporter/x.ts', code: "import { Hub } from '../hub/hub.js'", refused: 'exporter/ must not import' },
+    { file: 'hub/x.ts', code: "import { createLogger } from '../server/process/logger.js'", refused: 'hub/ must not import' },
+    { file: 'sinks/x.ts', code: "import { extract } from '../hooks/extract.js'", refused: 'sinks/ must not import' },
+    { file: 'hooks/x.ts', code: "import { canonicalJson } from '../api/canonical.js'" },
+    { file: 'exporter/x.ts', code: "import { NO_FENCE } from '../sinks/fence.js'" },
+  ],
+  'a server room imports only the rooms below it, never an entry point': [
+    { file: 'server/protocol/x.ts', code: "import { buildHooksApp } from '../http/hooks-app.js'", refused: 'server/protocol/ imports only the rooms below it' },
+    { file: 'server/http/plugins/x.ts', code: "import { exporterClient } from '../../exporter-api/client.js'", refused: 'server/http/ imports only the rooms below it' },
+    { file: 'server/extraction/x.ts', code: "import { main } from '../main-hooks.js'", refused: 'never an entry point' },
+    { file: 'server/cluster/x.ts', code: "import { createExporter } from '../exporter-wiring.js'", refused: 'never an entry point' },
+    { file: 'server/extraction/x.ts', code: "import { KollectError } from '../protocol/errors.js'" },
+    { file: 'server/http/plugins/x.ts', code: "import { ExtractionPool } from '../../extraction/pool.js'" },
+    { file: 'server/main-hooks.ts', code: "import { buildHooksApp } from './http/hooks-app.js'" },
   ],
   'sinks never import exporter/': [
     { file: 'sinks/s3/x.ts', code: "import { createExporter } from '../../exporter/index.js'", refused: 'sinks/ must not import exporter/' },
