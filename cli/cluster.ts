@@ -82,7 +82,7 @@ export function connect(options: ClusterOptions): ClusterReader {
 }
 
 /** A label selector as the API server's query syntax: `tier=frontend,env in (a,b),!legacy`. */
-export function selectorString(selector: LabelSelector | undefined): string | undefined {
+function selectorString(selector: LabelSelector | undefined): string | undefined {
   if (!selector) return undefined
   const parts: string[] = []
   for (const [k, v] of Object.entries(selector.matchLabels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) parts.push(`${k}=${v}`)

@@ -136,7 +136,7 @@ function validateDocument(where: string, value: unknown, counts: Counts, io: Io,
 const TOP_LEVEL = new Set(['apiVersion', 'kind', 'metadata', 'spec', 'status'])
 
 /** Every problem of one Kollect resource, most specific first, one per field path and source. */
-export function checkResource(doc: Record<string, unknown>): Finding[] {
+function checkResource(doc: Record<string, unknown>): Finding[] {
   const at = (path: string, message: string): Finding => ({ path, text: `${path}: ${message}` })
   if (doc.apiVersion !== API_VERSION) return [at('apiVersion', `${String(doc.apiVersion)} is not served; use ${API_VERSION}`)]
   const kind = doc.kind
@@ -209,7 +209,7 @@ function explainSchemaError(message: string, value: unknown): string {
 }
 
 /** The value at a path as crd-schemas.ts prints them: `spec.attributes[0]["odd key"].cel`. */
-export function valueAt(root: unknown, path: string): unknown {
+function valueAt(root: unknown, path: string): unknown {
   const token = /\.([A-Za-z_$][A-Za-z0-9_$]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]|^([A-Za-z_$][A-Za-z0-9_$]*)/y
   let node: unknown = root
   let pos = 0

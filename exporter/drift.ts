@@ -2,9 +2,9 @@ import type { ResolvedSink } from '../api/types.js'
 import { MAX_DURATION_MS, formatDuration, parseDuration } from '../api/duration.js'
 import type { DriftMode, DriftResult } from '../sinks/sink.js'
 
-export const DEFAULT_DRIFT_INTERVAL_MS = 10 * 60_000
+const DEFAULT_DRIFT_INTERVAL_MS = 10 * 60_000
 /** A check reads the whole record: more often than this costs more than it can find. */
-export const MIN_DRIFT_INTERVAL_MS = 60_000
+const MIN_DRIFT_INTERVAL_MS = 60_000
 
 export interface DriftSettings {
   /** null: policy Off, never check. */

@@ -11,17 +11,17 @@ import {
 } from './request.js'
 import { effectiveScope, scopesOf, secretDenial, type EffectiveScope } from './scope.js'
 
-export const TARGET_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectTarget')
-export const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')
+const TARGET_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectTarget')
+const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')
 
 export const DEFAULT_DEBOUNCE_MS = 10_000
 export const DEFAULT_MAX_WAIT_MS = 120_000
 /** Resync bounds: a missing target or a failing sink's running retry may end any time; a write usually lands within seconds. */
-export const WAITING_RESYNC_SECONDS = 10
-export const IN_FLIGHT_RESYNC_SECONDS = 2
-export const MAX_RESYNC_SECONDS = 60
+const WAITING_RESYNC_SECONDS = 10
+const IN_FLIGHT_RESYNC_SECONDS = 2
+const MAX_RESYNC_SECONDS = 60
 /** How many waited-for targets WaitingForTargets names, each with its own Ready; the rest are counted. */
-export const WAITING_TARGETS_NAMED = 5
+const WAITING_TARGETS_NAMED = 5
 const TARGET_READY_LIMIT = 160
 /** Problems that leave a named sink out of the composition. */
 const SINK_PROBLEMS = new Set(['ScopeSinkDenied', 'ScopeSecretDenied', 'SinkNotFound'])

@@ -56,7 +56,7 @@ const SIMPLE = /^\$(?:\.[A-Za-z_][A-Za-z0-9_]*)+$/
  * truthy value with that own property, so a string's `length` counts too); the parity with the
  * library is tested in test/unit/hooks/jsonpath-names.test.ts.
  */
-export function namesProgram(names: readonly string[]): JsonPathProgram {
+function namesProgram(names: readonly string[]): JsonPathProgram {
   return (object) => {
     let value = object
     for (const name of names) {

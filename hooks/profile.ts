@@ -1,10 +1,10 @@
 import type { AttributeSpec, AttributeType, KollectProfileSpec } from '../api/types.js'
 import { compileCel, type CompileError } from './cel.js'
-import { compileJsonPath, MISSING } from './jsonpath.js'
+import { compileJsonPath } from './jsonpath.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
 import { createRedactor, type Redactor } from './redact.js'
 
-export const ATTRIBUTE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+const ATTRIBUTE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 export interface CompiledAttribute {
   name: string
@@ -68,5 +68,3 @@ export function describeProblem(p: AttributeProblem): string {
   const pos = p.error.position === undefined ? '' : ` at position ${p.error.position}`
   return `${where}${label}: ${p.error.message}${pos}`
 }
-
-export { MISSING }

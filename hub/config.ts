@@ -35,12 +35,12 @@ export interface HubConfig {
   sinks: HubSinkConfig[]
 }
 
-export const DEFAULT_DURABLE = 'kollect-hub'
-export const DEFAULT_ACK_WAIT_SECONDS = 600
+const DEFAULT_DURABLE = 'kollect-hub'
+const DEFAULT_ACK_WAIT_SECONDS = 600
 const HUB_SINK_TYPES = new Set(['git', 'postgres'])
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
-export class HubConfigError extends Error {
+class HubConfigError extends Error {
   constructor(file: string, problems: string[]) {
     super(`hub config ${file}: ${problems.join('; ')}`)
     this.name = 'HubConfigError'

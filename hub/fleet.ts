@@ -61,7 +61,7 @@ export function inventoryKey(cluster: string, inventory: ObjectRef): string {
  * cluster or inventory is not the one its subject names is refused, so a spoke that may publish
  * only under `<prefix>.<its cluster>.>` cannot write another cluster's data.
  */
-export function checkAddress(prefix: string, allowed: ReadonlySet<string>, msg: StreamMessage): { cluster: string; inventory: ObjectRef } | string {
+function checkAddress(prefix: string, allowed: ReadonlySet<string>, msg: StreamMessage): { cluster: string; inventory: ObjectRef } | string {
   const body = msg.body as { cluster?: unknown; inventory?: { namespace?: unknown; name?: unknown } } | null
   if (!body || typeof body !== 'object' || typeof body.cluster !== 'string' || !body.inventory ||
     typeof body.inventory.namespace !== 'string' || typeof body.inventory.name !== 'string') return 'not a Kollect event'

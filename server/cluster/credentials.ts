@@ -118,7 +118,7 @@ export interface ClusterReads {
   secret(namespace: string, name: string): Promise<Record<string, string>>
 }
 
-export function kubeReads(kc: k8s.KubeConfig): ClusterReads {
+function kubeReads(kc: k8s.KubeConfig): ClusterReads {
   const core = kc.makeApiClient(k8s.CoreV1Api)
   const custom = kc.makeApiClient(k8s.CustomObjectsApi)
   return {

@@ -44,7 +44,7 @@ function ipv6Groups(ip: string): number[] {
   return groups.map((x) => parseInt(x, 16))
 }
 
-export function hostOf(url: string): string | null {
+function hostOf(url: string): string | null {
   try {
     const u = new URL(url)
     return u.hostname.replace(/^\[|\]$/g, '') || null

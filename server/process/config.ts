@@ -59,8 +59,8 @@ export interface LeaseSettings {
 }
 
 /** Sized to the chart's exporter memory limit (1 GiB); the arithmetic is in docs/operations.md#sizing. */
-export const DEFAULT_ITEM_BUDGET_BYTES = 128 * 1024 * 1024
-export const DEFAULT_NAMESPACE_SHARE = 0.25
+const DEFAULT_ITEM_BUDGET_BYTES = 128 * 1024 * 1024
+const DEFAULT_NAMESPACE_SHARE = 0.25
 
 type Env = Record<string, string | undefined>
 

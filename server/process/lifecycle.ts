@@ -20,7 +20,7 @@ export function configure(name: string, env: Record<string, string | undefined> 
 }
 
 /** Time after the grace period for saving the journal and closing sinks, before the process gives up. */
-export const SHUTDOWN_MARGIN_MS = 8_000
+const SHUTDOWN_MARGIN_MS = 8_000
 
 /**
  * SIGTERM/SIGINT: stop accepting, let the exporter finish or save what is pending within its

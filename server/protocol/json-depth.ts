@@ -80,7 +80,7 @@ export function readJson(bytes: Buffer, maxDepth: number): JsonRead {
 }
 
 /** readJson for a route: its problems are KollectErrors. */
-export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
+function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
   const read = readJson(bytes, maxDepth)
   if (!read.ok) throw new KollectError(read.code, read.detail)
   return read.value

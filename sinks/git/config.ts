@@ -119,7 +119,7 @@ function checkUrl(url: string): string | undefined {
   return /^([^@/:\s]+@)?[^/:\s]+:\S*$/.test(url) ? undefined : notARemote
 }
 
-export function isValidBranch(branch: string): boolean {
+function isValidBranch(branch: string): boolean {
   return (
     /^[A-Za-z0-9._/-]+$/.test(branch) &&
     !branch.startsWith('-') &&
@@ -166,10 +166,10 @@ export interface ReviewExport extends ReviewSubject {
 const NAME_PLACEHOLDERS = ['cluster', 'namespace', 'name'] as const
 const DESCRIPTION_PLACEHOLDERS = [...NAME_PLACEHOLDERS, 'added', 'changed', 'removed', 'checksum'] as const
 
-export const DEFAULT_REVIEW_POLL_MS = 60_000
+const DEFAULT_REVIEW_POLL_MS = 60_000
 const MIN_REVIEW_POLL_MS = 5_000
-export const DEFAULT_REVIEW_BRANCH = 'kollect/{namespace}/{name}'
-export const DEFAULT_REVIEW_TITLE = 'kollect: {namespace}/{name} on {cluster}'
+const DEFAULT_REVIEW_BRANCH = 'kollect/{namespace}/{name}'
+const DEFAULT_REVIEW_TITLE = 'kollect: {namespace}/{name} on {cluster}'
 export const DEFAULT_REVIEW_DESCRIPTION = 'Inventory {namespace}/{name} on cluster {cluster}: +{added} ~{changed} -{removed}\n\nSnapshot checksum: {checksum}'
 
 /** The sink's `git.review`, checked and with defaults; undefined when review mode is off. */

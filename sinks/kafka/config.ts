@@ -4,9 +4,9 @@ import type { Endpoint } from '../descriptor.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 
-export const DEFAULT_TOPIC = 'kollect'
+const DEFAULT_TOPIC = 'kollect'
 /** Suffix of the default state topic: `<topic>.kollect-state`. */
-export const STATE_TOPIC_SUFFIX = '.kollect-state'
+const STATE_TOPIC_SUFFIX = '.kollect-state'
 
 export type CleanupPolicy = 'compact' | 'delete' | 'compact,delete'
 export type SaslMechanism = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'
@@ -49,7 +49,7 @@ export interface KafkaSettings {
   retries: number
 }
 
-export function parseBrokers(label: SinkLabel, text: string): KafkaBroker[] {
+function parseBrokers(label: SinkLabel, text: string): KafkaBroker[] {
   const brokers = text.split(',').map((s) => s.trim()).filter((s) => s !== '')
   if (brokers.length === 0) throw configError(label, 'spec.kafka.brokers is required')
   return brokers.map((b) => {

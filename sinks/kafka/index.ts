@@ -13,7 +13,6 @@ import { decodeStates, encodeExport, encodeRemoval, inventoryKey, inventoryToken
 import { explained, isRetriable } from './errors.js'
 import { KafkaService } from './service.js'
 
-export { kafkaSettings } from './config.js'
 
 export const kafkaSink: SinkDescriptor = { type: 'kafka', create: createKafkaSink, endpoints: kafkaEndpoints }
 

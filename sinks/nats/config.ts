@@ -12,7 +12,7 @@ export const STATE_BUCKET = 'KOLLECT_STATE'
  * Age limit of a stream the sink creates. The current state is in the KV bucket, so this bounds
  * only how long a consumer may stay away (a hub, an auditor's replay): a week, Kafka's default.
  */
-export const DEFAULT_MAX_AGE_MILLIS = 168 * 3_600_000
+const DEFAULT_MAX_AGE_MILLIS = 168 * 3_600_000
 const DUPLICATE_WINDOW_MILLIS = 120_000
 const REQUEST_TIMEOUT_MILLIS = 5000
 

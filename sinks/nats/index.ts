@@ -25,7 +25,6 @@ import {
   type InventoryState,
 } from './state.js'
 
-export { natsSettings } from './config.js'
 
 export const natsSink: SinkDescriptor = { type: 'nats', create: createNatsSink, endpoints: natsEndpoints }
 

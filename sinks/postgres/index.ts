@@ -14,7 +14,6 @@ import {
 } from './encode.js'
 import { isRetriable, type InventoryTx, PostgresService } from './service.js'
 
-export { postgresSettings } from './config.js'
 
 const DRIFT_EXAMPLES = 5
 

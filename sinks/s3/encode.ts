@@ -13,7 +13,7 @@ import { parseToken, type FencingToken } from '../fence.js'
 //   snapshots/<time>-<checksum>.json     document layout: every export's canonical document
 //   items/<target>/<group>/<kind>/<namespace>/<name>.json   perResource layout: one object per item
 
-export const POINTER_VERSION = 1
+const POINTER_VERSION = 1
 
 /** The small object every export ends with; a reader starts here. */
 export interface Pointer {

@@ -27,7 +27,6 @@ import {
 import { classifyMarks, documentObjectDrift, encodeMark, inStep, markKey, marksDir, objectDrift, type Marks } from './marks.js'
 import { isRetriable, PointerMoved, S3Service, type PointerCondition } from './service.js'
 
-export { s3Settings } from './config.js'
 
 /** What one inventory's prefix holds, as of the pointer with ETag `etag`. */
 interface Held {

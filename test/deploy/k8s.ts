@@ -137,7 +137,7 @@ export interface CompositeController extends K8sObject {
   }
 }
 
-export const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection', '*']
+const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection', '*']
 export const KOLLECT_PLURALS = ['kollectprofiles', 'kollecttargets', 'kollectsinks', 'kollectinventories', 'kollectscopes']
 
 /** Every document of a YAML stream; any parse error or warning fails, naming the file. */

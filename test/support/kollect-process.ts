@@ -59,7 +59,7 @@ export async function startKollectProcess(env: Record<string, string> = {}, node
 }
 
 /** The pids of `ppid`'s children whose command line contains `match` (Linux /proc). */
-export function childPids(ppid: number, match: string): number[] {
+function childPids(ppid: number, match: string): number[] {
   const pids: number[] = []
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
@@ -75,7 +75,7 @@ export function childPids(ppid: number, match: string): number[] {
 }
 
 /** VmRSS of each process of a process group, by pid (Linux /proc). */
-export function groupRssByPid(pgid: number): Map<number, number> {
+function groupRssByPid(pgid: number): Map<number, number> {
   const rss = new Map<number, number>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue

@@ -18,7 +18,7 @@ export function controllerFor(name: 'kollect-targets' | 'kollect-inventories' | 
 }
 
 /** Go's map marshalling sorts keys; informer objects arrive that way. */
-export function sortedKeys<T>(value: T): T {
+function sortedKeys<T>(value: T): T {
   if (Array.isArray(value)) return value.map(sortedKeys) as T
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {}
@@ -38,7 +38,7 @@ export function goJson(value: unknown): string {
     .replace(/\u2029/g, '\\u2029')
 }
 
-export function objectKey(o: KubeObject): string {
+function objectKey(o: KubeObject): string {
   return o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name as string)
 }
 

@@ -28,7 +28,7 @@ export const extraction = fp<{ config: Config; logger: Logger; resolvePlural: Pl
 }, { name: 'kollect-extraction', fastify: '5.x' })
 
 /** How long start-up waits for the extraction children before it listens anyway. */
-export const EXTRACT_START_WAIT_MS = 30_000
+const EXTRACT_START_WAIT_MS = 30_000
 
 /**
  * Children take a moment to load; syncs that arrived before would spend their budget waiting.
