@@ -6,5 +6,7 @@ export {
 export { PendingJournal } from './pending-journal.js'
 export { SharedStrings } from './shared-strings.js'
 export { DEFAULT_BACKOFF, retryUntilDone, type BackoffPolicy } from './retry.js'
-export { SinkDriver, type DriverOptions } from './sink-driver.js'
+export { SinkDriver } from './sink-driver.js'
+/** @public The options of SinkDriver's constructor, which hub/ calls. */
+export type { DriverOptions } from './sink-driver.js'
 export type { DriverContext } from './strategy.js'

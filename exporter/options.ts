@@ -81,7 +81,7 @@ export interface ExporterObserver {
   onJournalDropped?(reason: JournalDropReason): void
 }
 
-export type JournalDropReason = 'superseded' | 'unreadable'
+type JournalDropReason = 'superseded' | 'unreadable'
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 

@@ -56,7 +56,7 @@ function names(refs: { name: string }[] | undefined): string[] {
   return Array.isArray(refs) ? [...new Set(refs.map((r) => r?.name).filter((n): n is string => typeof n === 'string' && n !== ''))].sort() : []
 }
 
-export interface Problem {
+interface Problem {
   reason: string
   message: string
 }

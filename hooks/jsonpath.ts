@@ -5,7 +5,7 @@ import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
 
 export const MISSING: unique symbol = Symbol('missing')
 
-export type JsonPathProgram = (object: unknown) => unknown | typeof MISSING
+type JsonPathProgram = (object: unknown) => unknown | typeof MISSING
 
 export type JsonPathCompiled = { ok: true; program: JsonPathProgram } | { ok: false; error: CompileError }
 

@@ -6,7 +6,7 @@ import { createRedactor, type Redactor } from './redact.js'
 
 const ATTRIBUTE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-export interface CompiledAttribute {
+interface CompiledAttribute {
   name: string
   type?: AttributeType
   optional: boolean

@@ -9,7 +9,7 @@ import { DEFAULT_STREAM, DEFAULT_SUBJECT } from '../sinks/nats/config.js'
 // The hub's configuration file (docs/operations.md#hub-mode). A file, not Kollect resources:
 // docs/design.md#hub-mode says why.
 
-export interface HubSinkConfig {
+interface HubSinkConfig {
   /** Names the sink in logs, metrics and its local data directory. */
   name: string
   /** A KollectSink spec, checked against the CRD schema; git and postgres only. */

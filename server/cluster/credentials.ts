@@ -12,7 +12,7 @@ import { SinkError, type Credentials } from '../../sinks/sink.js'
 export type CredentialReader = (sink: ResolvedSink) => Promise<Credentials>
 
 /** Resolves when the sink may still use its Secret; throws the refusal (a SinkError) when not. */
-export type GrantCheck = (sink: ResolvedSink) => Promise<void>
+type GrantCheck = (sink: ResolvedSink) => Promise<void>
 
 /**
  * A sink's Secret, read once when the sink is built, and its grant, looked up again before every

@@ -6,7 +6,7 @@ import type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js
 import { FairQueue } from './queue.js'
 import { assignRole, sendToSlot, spawnSlot, stopSlot, type Slot as ChildSlot } from './slot.js'
 
-export type { JobInfo, PoolOptions, PoolOutcome, PoolPhases, StopReason } from './outcome.js'
+export type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js'
 
 /** A queued sync is refused once less than this share of its budget is left. */
 export const MIN_BUDGET_SHARE = 0.25

@@ -9,7 +9,7 @@ import { renderTemplate, templateProblem } from './review/templates.js'
 
 export type GitLayout = 'document' | 'perResource'
 
-export interface GitAuth {
+interface GitAuth {
   /** Config key and value that send the credentials, scoped to the remote's origin. */
   configKey: string
   configValue: string

@@ -21,7 +21,7 @@ const SUBJECT_PREFIX = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
 // JetStream stream names may not contain '.', '*', '>', whitespace or path separators.
 const STREAM_NAME = /^[A-Za-z0-9_-]{1,255}$/
 
-export type NatsAuth = { token: string } | { user: string; pass: string } | Record<string, never>
+type NatsAuth = { token: string } | { user: string; pass: string } | Record<string, never>
 
 export interface NatsSettings {
   label: SinkLabel

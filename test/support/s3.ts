@@ -91,7 +91,7 @@ export async function startS3(opts: { bucket?: string } = {}): Promise<S3Server>
   }
 }
 
-export interface S3Request {
+interface S3Request {
   method: string
   /** The object key (path-style: the path after the bucket), decoded. */
   key: string

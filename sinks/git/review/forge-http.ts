@@ -7,7 +7,7 @@ import {
 // What the pull-request providers (Gitea, GitHub) share on top of the forge client in http.ts:
 // paths, the pull request's JSON shape, and the provider itself, each forge only a dialect.
 
-export interface ForgeClient {
+interface ForgeClient {
   /**
    * The parsed JSON body of a 2xx answer (undefined when empty). A status listed in `expect` is
    * returned as `{ status }` instead of thrown, for the statuses a caller gives a meaning.
@@ -15,7 +15,7 @@ export interface ForgeClient {
   request<T>(method: ForgeRequest['method'], path: string, opts?: { body?: unknown; expect?: readonly number[] }): Promise<ForgeAnswer<T>>
 }
 
-export type ForgeAnswer<T> = { ok: true; status: number; data: T } | { ok: false; status: number; message: string }
+type ForgeAnswer<T> = { ok: true; status: number; data: T } | { ok: false; status: number; message: string }
 
 /**
  * `/a/b/c` with every segment percent-encoded: branch and project names are data, not path. "."
@@ -54,7 +54,7 @@ function forgeClient(endpoint: ReviewEndpoint, headers: Record<string, string>):
 }
 
 /** The part of a pull request Gitea and GitHub both serve (GitHub's shape, which Gitea copies). */
-export interface PullJson {
+interface PullJson {
   number: number
   html_url: string
   state: string
