@@ -52,7 +52,9 @@ export function connect(options: ClusterOptions): ClusterReader {
   if (!kc.getCurrentCluster()) throw new UsageError('the kubeconfig has no current cluster; pass --context')
   const api = kc.makeApiClient(RawObjectApi)
 
-  const listAll = async (apiVersion: string, kind: string, namespace: string, selector: string | undefined, onPage?: (count: number) => void): Promise<KubeObject[]> => {
+  const listAll = async (
+    apiVersion: string, kind: string, namespace: string, selector: string | undefined, onPage?: (count: number) => void,
+  ): Promise<KubeObject[]> => {
     const out: KubeObject[] = []
     let token: string | undefined
     do {

@@ -32,7 +32,9 @@ export function formatItems(items: Item[], attributeNames: string[], output: Out
     case 'table': {
       // Attribute names stay as written: they are the keys of the exported items.
       const headers = ['NAMESPACE', 'NAME', ...attributeNames]
-      const rows = items.map((item) => [item.namespace || ABSENT, item.name, ...attributeNames.map((n) => cell(Object.hasOwn(item.attributes, n) ? item.attributes[n] : undefined))])
+      const rows = items.map((item) => [
+        item.namespace || ABSENT, item.name, ...attributeNames.map((n) => cell(Object.hasOwn(item.attributes, n) ? item.attributes[n] : undefined)),
+      ])
       return table(headers, rows)
     }
   }

@@ -38,7 +38,9 @@ interface Counts {
 export async function runValidate(argv: string[], io: Io): Promise<number> {
   let parsed: { values: { quiet?: boolean; help?: boolean }; positionals: string[] }
   try {
-    parsed = parseArgs({ args: argv, options: { quiet: { type: 'boolean', short: 'q' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+    parsed = parseArgs({
+      args: argv, options: { quiet: { type: 'boolean', short: 'q' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true,
+    })
   } catch (err) {
     throw new UsageError((err as Error).message, true)
   }
@@ -187,8 +189,10 @@ function checkResource(doc: Record<string, unknown>): Finding[] {
 
   const out: Finding[] = [...basics]
   const seen = new Set<string>()
+  // A rule's finding on a field yields to any finding already made below it.
+  const coveredBelow = (f: Finding): boolean => [...seen].some((p) => p.startsWith(f.path + '.') || p.startsWith(f.path + '['))
   for (const source of [compiled, schema, rules, semantic]) {
-    const kept = source.filter((f) => !seen.has(f.path) && !(source === rules && f.path !== 'spec' && [...seen].some((p) => p.startsWith(f.path + '.') || p.startsWith(f.path + '['))))
+    const kept = source.filter((f) => !seen.has(f.path) && !(source === rules && f.path !== 'spec' && coveredBelow(f)))
     out.push(...kept)
     for (const f of source) seen.add(f.path)
   }

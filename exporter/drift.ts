@@ -32,5 +32,6 @@ export function checkFailedMessage(error: Error): string {
 export function driftMessage(result: DriftResult, intervalMs: number): string {
   const n = result.differences
   const examples = result.examples.length > 0 ? ` (${result.examples.join(', ')}${n > result.examples.length ? ', …' : ''})` : ''
-  return `${n === 1 ? '1 item differs' : `${n} items differ`} from the last export${examples}, changed outside Kollect; drift policy Report leaves them (checked every ${formatDuration(intervalMs)}); set spec.drift.policy Repair to write the export back`
+  return `${n === 1 ? '1 item differs' : `${n} items differ`} from the last export${examples}, changed outside Kollect; ` +
+    `drift policy Report leaves them (checked every ${formatDuration(intervalMs)}); set spec.drift.policy Repair to write the export back`
 }

@@ -35,7 +35,8 @@ export function compileProfile(spec: KollectProfileSpec, limits: ExpressionLimit
   const problems: AttributeProblem[] = []
   const attributes: CompiledAttribute[] = []
   if (list.length > limits.maxAttributes) {
-    problems.push({ index: limits.maxAttributes, name: '', field: 'attributes', error: { message: `profile has ${list.length} attributes; the limit is ${limits.maxAttributes}` } })
+    const message = `profile has ${list.length} attributes; the limit is ${limits.maxAttributes}`
+    problems.push({ index: limits.maxAttributes, name: '', field: 'attributes', error: { message } })
   }
   const seen = new Set<string>()
   list.slice(0, limits.maxAttributes).forEach((attr, index) => {

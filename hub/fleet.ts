@@ -77,7 +77,9 @@ function checkAddress(prefix: string, allowed: ReadonlySet<string>, msg: StreamM
   // Names as the spoke's API server would have them: the hub keys, paths and rows are built from them.
   const clusterProblem = clusterLabelProblem(body.cluster)
   if (clusterProblem) return `cluster ${clusterProblem}`
-  if (!isNamespaceName(inventory.namespace) || !isObjectName(inventory.name)) return `inventory ${JSON.stringify(refKey(inventory).slice(0, 320))} is not a Kubernetes namespace and name`
+  if (!isNamespaceName(inventory.namespace) || !isObjectName(inventory.name)) {
+    return `inventory ${JSON.stringify(refKey(inventory).slice(0, 320))} is not a Kubernetes namespace and name`
+  }
   if (!allowed.has(body.cluster)) return `cluster ${JSON.stringify(body.cluster)} is not in the hub's clusters`
   return { cluster: body.cluster, inventory }
 }

@@ -128,7 +128,8 @@ export class ExtractPool {
       const index = slot ? this.slots.indexOf(slot) : -1
       if (slot && index >= 0) {
         void stopSlot(slot)
-        this.replace(slot, index, { kind: 'busy', message: 'its reserve extraction process was taken back for a namespace with a record of short syncs' }, 0, false)
+        const message = 'its reserve extraction process was taken back for a namespace with a record of short syncs'
+        this.replace(slot, index, { kind: 'busy', message }, 0, false)
       }
     }
   }

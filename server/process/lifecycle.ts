@@ -6,7 +6,9 @@ import { createLogger, type Logger } from './logger.js'
  * Settings and the logger of an entry point. A bad setting stops the process before it listens,
  * with one log line naming it; running without hook authentication is said once, at warn.
  */
-export function configure(name: string, env: Record<string, string | undefined> = process.env, defaults: ConfigDefaults = {}): { config: Config; logger: Logger } {
+export function configure(
+  name: string, env: Record<string, string | undefined> = process.env, defaults: ConfigDefaults = {},
+): { config: Config; logger: Logger } {
   let config: Config
   try {
     config = loadConfig(env, defaults)

@@ -204,10 +204,14 @@ export function resolveReviewSettings(spec: KollectSinkSpec, credentials: Creden
   }
   if (review.pollInterval !== undefined) {
     const poll = parseDuration(review.pollInterval)
-    if (poll === null || poll < MIN_REVIEW_POLL_MS) invalid(`pollInterval "${review.pollInterval.slice(0, 64)}" must be a duration of at least ${formatDuration(MIN_REVIEW_POLL_MS)}`)
+    if (poll === null || poll < MIN_REVIEW_POLL_MS) {
+      invalid(`pollInterval "${review.pollInterval.slice(0, 64)}" must be a duration of at least ${formatDuration(MIN_REVIEW_POLL_MS)}`)
+    }
     settings.pollMs = poll as number
   }
-  if (settings.autoMerge !== 'never' && settings.autoMerge !== 'whenChecksPass') invalid(`autoMerge must be never or whenChecksPass, not "${String(settings.autoMerge)}"`)
+  if (settings.autoMerge !== 'never' && settings.autoMerge !== 'whenChecksPass') {
+    invalid(`autoMerge must be never or whenChecksPass, not "${String(settings.autoMerge)}"`)
+  }
   for (const [field, template, allowed] of [
     ['branchTemplate', settings.branchTemplate, NAME_PLACEHOLDERS],
     ['titleTemplate', settings.titleTemplate, NAME_PLACEHOLDERS],

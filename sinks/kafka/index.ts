@@ -43,7 +43,8 @@ export function createKafkaSink(opts: SinkOptions): Sink {
   return {
     id: opts.id,
     write: (snapshot, fence = NO_FENCE) => queue.run(() => guarded('write', () => explained(() => write(snapshot, fence)), dropState)),
-    verify: (snapshot, mode, fence = NO_FENCE) => queue.run(() => guarded(`drift check (${mode})`, () => explained(() => verify(snapshot, mode, fence)), dropState)),
+    verify: (snapshot, mode, fence = NO_FENCE) =>
+      queue.run(() => guarded(`drift check (${mode})`, () => explained(() => verify(snapshot, mode, fence)), dropState)),
     remove: (inventory: ObjectRef, cluster: string) => queue.run(() => guarded('remove', () => explained(() => remove({ cluster, inventory })), dropState)),
     healthcheck: () => guarded('healthcheck', () => explained(() => service.ping())),
     close: () => guarded('close', () => service.close()),

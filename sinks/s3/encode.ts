@@ -71,14 +71,18 @@ export function snapshotKey(prefix: string, at: Date, checksum: string): string 
 
 export function encodePointer(pointer: Pointer): string {
   const { version, cluster, inventory, checksum, previousChecksum, itemCount, layout, snapshot, fencing } = pointer
-  return `${JSON.stringify({ version, cluster, inventory, checksum, previousChecksum, itemCount, layout, ...(snapshot ? { snapshot } : {}), ...(fencing ? { fencing } : {}) }, null, 2)}\n`
+  const body = {
+    version, cluster, inventory, checksum, previousChecksum, itemCount, layout, ...(snapshot ? { snapshot } : {}), ...(fencing ? { fencing } : {}),
+  }
+  return `${JSON.stringify(body, null, 2)}\n`
 }
 
 /** The pointer a store holds, or undefined when the text is not one (it is then overwritten). */
 export function parsePointer(text: string): Pointer | undefined {
   try {
     const value = JSON.parse(text) as Partial<Pointer> | null
-    if (value?.version !== POINTER_VERSION || typeof value.checksum !== 'string' || (value.layout !== 'document' && value.layout !== 'perResource')) return undefined
+    if (value?.version !== POINTER_VERSION || typeof value.checksum !== 'string') return undefined
+    if (value.layout !== 'document' && value.layout !== 'perResource') return undefined
     const { fencing, ...pointer } = value as Pointer
     const token = parseToken(fencing)
     return token ? { ...pointer, fencing: token } : pointer
