@@ -254,7 +254,9 @@ export async function startPod(token: string, env: Record<string, string> = {}, 
       return last as InventoryStatus
     },
     waitSynced: (body, opts = {}) =>
-      pod.inventoryUntil(body, (s) => s.conditions?.find((c) => c.type === 'Synced')?.status === 'True' && (opts.changedFrom === undefined || s.checksum !== opts.changedFrom), { what: 'inventory Synced', timeoutMs: opts.timeoutMs }),
+      pod.inventoryUntil(body,
+        (s) => s.conditions?.find((c) => c.type === 'Synced')?.status === 'True' && (opts.changedFrom === undefined || s.checksum !== opts.changedFrom),
+        { what: 'inventory Synced', timeoutMs: opts.timeoutMs }),
     startExporter: async () => {
       exporter = start('exporter')
       await ready(exporter)

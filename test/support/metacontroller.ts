@@ -64,12 +64,23 @@ const managedFields = (manager: string, time: string) => [
   {
     apiVersion: 'apps/v1',
     fieldsType: 'FieldsV1',
-    fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {}, 'f:tier': {} } }, 'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } } } },
+    fieldsV1: {
+      'f:metadata': { 'f:labels': { '.': {}, 'f:app': {}, 'f:tier': {} } },
+      'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } } },
+    },
     manager,
     operation: 'Apply',
     time,
   },
-  { apiVersion: 'apps/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { 'f:availableReplicas': {}, 'f:conditions': {}, 'f:readyReplicas': {}, 'f:replicas': {} } }, manager: 'kube-controller-manager', operation: 'Update', subresource: 'status', time },
+  {
+    apiVersion: 'apps/v1',
+    fieldsType: 'FieldsV1',
+    fieldsV1: { 'f:status': { 'f:availableReplicas': {}, 'f:conditions': {}, 'f:readyReplicas': {}, 'f:replicas': {} } },
+    manager: 'kube-controller-manager',
+    operation: 'Update',
+    subresource: 'status',
+    time,
+  },
 ]
 
 /** A realistic Deployment (two containers, env, probes, managedFields unless told otherwise, status), deterministic in i. */
