@@ -127,13 +127,15 @@ export function itemHashWithAttributes(item: Item, attributesJson: string): stri
 /** The item without its attributes as canonical JSON: written directly when it has exactly Item's fields, all strings. */
 function identityJson(item: Item): string {
   const { group, kind, name, namespace, target, uid, version } = item
-  if (typeof group !== 'string' || typeof kind !== 'string' || typeof name !== 'string' || typeof namespace !== 'string' || typeof uid !== 'string' || typeof version !== 'string' ||
+  if (typeof group !== 'string' || typeof kind !== 'string' || typeof name !== 'string' || typeof namespace !== 'string' ||
+    typeof uid !== 'string' || typeof version !== 'string' ||
     typeof target?.name !== 'string' || typeof target.namespace !== 'string' || Object.keys(target).length !== 2 || Object.keys(item).length !== 8) {
     const { attributes: _attributes, ...identity } = item
     return canonicalJson(identity)
   }
   return '{"group":' + quoted(group) + ',"kind":' + quoted(kind) + ',"name":' + JSON.stringify(name) + ',"namespace":' + quoted(namespace) +
-    ',"target":{"name":' + quoted(target.name) + ',"namespace":' + quoted(target.namespace) + '},"uid":' + JSON.stringify(uid) + ',"version":' + quoted(version) + '}'
+    ',"target":{"name":' + quoted(target.name) + ',"namespace":' + quoted(target.namespace) + '}' +
+    ',"uid":' + JSON.stringify(uid) + ',"version":' + quoted(version) + '}'
 }
 
 // Group, kind, version and the target repeat on every item of a sync: quoted once each, up to a bound.

@@ -12,10 +12,10 @@ import { crdFileForKind, crdVersion, type CrdSchema, type KollectKind } from './
 
 // Where the CRDs are read is crds.ts; its names are re-exported so that callers keep one import.
 export {
-  crdFileForKind, crdForKind, findCrdDir, kinds, type CrdSchema, type CrdVersion, type CustomResourceDefinition, type KollectKind, type PrinterColumn,
+  crdFileForKind, crdForKind, findCrdDir, kinds, type CrdSchema, type KollectKind, type PrinterColumn,
 } from './crds.js'
 
-export interface SchemaError {
+interface SchemaError {
   /** Where, from the resource's root: `spec.attributes[2].cel`, `status.sinks[0].state`. */
   path: string
   message: string

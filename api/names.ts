@@ -23,7 +23,9 @@ let clusterRule: { pattern: RegExp; maxLength: number } | undefined
 function clusterLabelRule(): { pattern: RegExp; maxLength: number } {
   if (!clusterRule) {
     const schema = specSchema('KollectSink').properties?.['cluster']
-    if (typeof schema?.['pattern'] !== 'string' || typeof schema['maxLength'] !== 'number') throw new Error('KollectSink CRD: spec.cluster has no pattern and maxLength')
+    if (typeof schema?.['pattern'] !== 'string' || typeof schema['maxLength'] !== 'number') {
+      throw new Error('KollectSink CRD: spec.cluster has no pattern and maxLength')
+    }
     clusterRule = { pattern: new RegExp(schema['pattern']), maxLength: schema['maxLength'] }
   }
   return clusterRule

@@ -15,6 +15,7 @@ export interface ObjectRef {
   name: string
 }
 
+/** @public Mirrors the CRDs' label selectors. */
 export interface LabelSelectorRequirement {
   key: string
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'
@@ -26,6 +27,7 @@ export interface LabelSelector {
   matchExpressions?: LabelSelectorRequirement[]
 }
 
+/** @public Mirrors Kubernetes' object metadata. */
 export interface ObjectMeta {
   name?: string
   namespace?: string
@@ -79,7 +81,11 @@ export interface KollectTargetSpec {
 }
 
 // ---- KollectSink ----
-export type { SinkType, DeletionPolicy, GitSinkSettings, GitReviewSettings, PostgresSinkSettings, NatsSinkSettings, KafkaSinkSettings, FileSinkSettings, S3SinkSettings, DriftPolicy, KollectSinkSpec } from './sink-spec.js'
+/** @public The KollectSink spec whole, every type's settings, as the CRD defines it. */
+export type {
+  SinkType, DeletionPolicy, GitSinkSettings, GitReviewSettings, PostgresSinkSettings, NatsSinkSettings, KafkaSinkSettings, FileSinkSettings,
+  S3SinkSettings, DriftPolicy, KollectSinkSpec,
+} from './sink-spec.js'
 
 // ---- KollectInventory ----
 export interface KollectInventorySpec {
@@ -105,6 +111,7 @@ export interface KollectScopeSpec {
 // ---- Status ----
 // Generated from the CRDs' status schemas (`npm run docs`), the source the API server validates
 // against and docs/crd-reference.md documents: a hook cannot write a field the CRD would prune.
+/** @public Every kind's status whole, as the CRDs define it. */
 export type {
   InventoryStatus, InventoryStatusSink, ProfileStatus, ScopeStatus, SinkStatus, StatusCondition as Condition, TargetStatus, TargetStatusResource,
 } from './status.generated.js'
@@ -180,7 +187,7 @@ export interface InventoryComposition {
   suspend: boolean
 }
 
-export type SinkState = InventoryStatusSink['state']
+type SinkState = InventoryStatusSink['state']
 
 export interface SinkExportState extends ObjectRef {
   state: SinkState

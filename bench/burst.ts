@@ -88,7 +88,9 @@ async function burst(root: string, debounceMs: number, maxWaitMs: number): Promi
   }
 }
 
-export async function benchBurst(sweep: [number, number][] = [[100, 120_000], [300, 120_000], [1_000, 120_000], [2_000, 120_000], [DEFAULT_DEBOUNCE_MS, DEFAULT_MAX_WAIT_MS], [DEFAULT_DEBOUNCE_MS, 3_000]]): Promise<boolean> {
+export async function benchBurst(sweep: [number, number][] = [
+  [100, 120_000], [300, 120_000], [1_000, 120_000], [2_000, 120_000], [DEFAULT_DEBOUNCE_MS, DEFAULT_MAX_WAIT_MS], [DEFAULT_DEBOUNCE_MS, 3_000],
+]): Promise<boolean> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'kollect-bench-burst-'))
   try {
     const outcomes: Outcome[] = []

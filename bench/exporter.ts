@@ -46,7 +46,9 @@ export function benchRun(dataDir: string, sinks: ResolvedSink[], credentials: ()
     composition,
     // As on the real path: every report brings fresh objects (they crossed a thread or a socket),
     // with the hashes the hooks computed while extracting.
-    report: (items: Item[]) => exporter.reportTarget({ target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash) }),
+    report: (items: Item[]) => exporter.reportTarget({
+      target: TARGET, generation: 1, checksum: itemsChecksum([...items].sort(compareItems)), items: structuredClone(items), failedKeys: [], itemHashes: items.map(itemHash),
+    }),
     exportNow: () => timeMsAsync(async () => {
       exporter.flush()
       await exporter.idle()
@@ -140,7 +142,11 @@ function fencingReport(costs: FencingCost[]): { rows: [string, string][]; target
   return {
     rows: [
       [`fencing: ${FENCING_ROUNDS} alternating 1-item exports, per sink`, 'fenced / unfenced median; overhead over the unfenced, over the initial export'],
-      ...costs.map((c): [string, string] => [`  ${c.sink}`, `${c.fencedMs.toFixed(1)} ms / ${c.unfencedMs.toFixed(1)} ms; ${overhead(c).toFixed(3)}, ${((c.fencedMs - c.unfencedMs) / c.initialMs).toFixed(4)} (initial ${c.initialMs.toFixed(0)} ms)`]),
+      ...costs.map((c): [string, string] => [
+        `  ${c.sink}`,
+        `${c.fencedMs.toFixed(1)} ms / ${c.unfencedMs.toFixed(1)} ms; ` +
+          `${overhead(c).toFixed(3)}, ${((c.fencedMs - c.unfencedMs) / c.initialMs).toFixed(4)} (initial ${c.initialMs.toFixed(0)} ms)`,
+      ]),
     ],
     targets: [
       [`fencing <= ${FENCING_BOUND} of a 1-item export: ${names}`, costs.every((c) => overhead(c) <= FENCING_BOUND)],

@@ -46,7 +46,9 @@ export async function benchFleet(spokeCount = 10, perSpoke = 5_000): Promise<boo
   try {
     // Baseline: the whole fleet's items through one exporter straight to Git.
     const directRemote = await createBareRemote(root, 'direct.git')
-    const direct = benchRun(path.join(root, 'direct'), [{ namespace: 'team-a', name: 'git', spec: { type: 'git', cluster: 'bench', git: { url: directRemote, branch: 'main' }, drift: { policy: 'Off' } } }], async () => ({}))
+    const direct = benchRun(path.join(root, 'direct'), [
+      { namespace: 'team-a', name: 'git', spec: { type: 'git', cluster: 'bench', git: { url: directRemote, branch: 'main' }, drift: { policy: 'Off' } } },
+    ], async () => ({}))
     const baseline = await initialThenChange(direct, total, () => async () => undefined)
     await direct.exporter.close()
 
@@ -91,7 +93,8 @@ export async function benchFleet(spokeCount = 10, perSpoke = 5_000): Promise<boo
     }))
     await Promise.all(spokes.map((s) => s.run.exporter.idle()))
     const publishedMs = performance.now() - start
-    await pollUntil('all clusters committed at the hub', async () => new Set((await exports()).map((c) => c.trailers['Kollect-Cluster'])).size === spokeCount, { timeoutMs: 600_000, intervalMs: 100, proc: hubProc })
+    await pollUntil('all clusters committed at the hub', async () => new Set((await exports()).map((c) => c.trailers['Kollect-Cluster'])).size === spokeCount,
+      { timeoutMs: 600_000, intervalMs: 100, proc: hubProc })
     const firstMs = performance.now() - start
     const firstCommits = (await exports()).length
     const heldRss = rss(hubPid).now

@@ -68,7 +68,8 @@ export async function benchHookSync(counts = [1_000, TARGET_COUNT, 50_000], roun
           continue
         }
         // Past the target size a failure is printed, not a missed target.
-        await measure(server, count, managedFields, 1).catch((err: Error) => console.log(`\n== hook sync: ${count} Deployments ${managedFields ? 'with' : 'without'} managedFields: failed, ${err.message}`))
+        await measure(server, count, managedFields, 1).catch((err: Error) =>
+          console.log(`\n== hook sync: ${count} Deployments ${managedFields ? 'with' : 'without'} managedFields: failed, ${err.message}`))
       }
     }
   } finally {

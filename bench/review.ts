@@ -77,7 +77,9 @@ export async function benchReview(count = 1_000, rounds = 7): Promise<boolean> {
     }
     const initialPull = (await openPulls())[0]
     if (!initialPull) throw new Error('review mode: the initial export opened no request')
-    await pollUntil('initial request mergeable', async () => (await forgeApi<{ mergeable: boolean }>(forge, 'GET', `/repos/${project}/pulls/${initialPull.number}`)).mergeable, { timeoutMs: 60_000, intervalMs: 200 })
+    await pollUntil('initial request mergeable',
+      async () => (await forgeApi<{ mergeable: boolean }>(forge, 'GET', `/repos/${project}/pulls/${initialPull.number}`)).mergeable,
+      { timeoutMs: 60_000, intervalMs: 200 })
     await forgeApi(forge, 'POST', `/repos/${project}/pulls/${initialPull.number}/merge`, { Do: 'merge' })
 
     // The same item changes each round, so each change is one item away from main in both modes.

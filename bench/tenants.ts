@@ -168,7 +168,8 @@ export async function benchTenants(aloneSeconds = 6, attackSeconds = 25, only?: 
       ['extraction children replaced during the attack', `${replaced} (heap limit, fatal error or deadline)`],
       ['server process', alive ? `alive, same pid ${pid}` : 'DIED'],
       ['peak RSS of the process group', `${peakMiB} MiB`],
-      ['limit: main heap + (workers + reserve) × child heap', `${SETTINGS.mainHeapMb} + ${SETTINGS.workers + SETTINGS.reserve} × ${SETTINGS.workerMemoryMb} = ${limitMiB} MiB (peak / limit ${(peakMiB / limitMiB).toFixed(2)})`],
+      ['limit: main heap + (workers + reserve) × child heap',
+        `${SETTINGS.mainHeapMb} + ${SETTINGS.workers + SETTINGS.reserve} × ${SETTINGS.workerMemoryMb} = ${limitMiB} MiB (peak / limit ${(peakMiB / limitMiB).toFixed(2)})`],
     ], [
       ['team-b: no sync over 2 s', slow === 0], ['team-b: every sync 200', failed === 0], ['team-b: p99 under attack ≤ 2 × alone', p99 <= 2 * p99Alone],
       ['the server process survived', alive], ['peak RSS under the limit', peakMiB < limitMiB],

@@ -52,7 +52,9 @@ export function connect(options: ClusterOptions): ClusterReader {
   if (!kc.getCurrentCluster()) throw new UsageError('the kubeconfig has no current cluster; pass --context')
   const api = kc.makeApiClient(RawObjectApi)
 
-  const listAll = async (apiVersion: string, kind: string, namespace: string, selector: string | undefined, onPage?: (count: number) => void): Promise<KubeObject[]> => {
+  const listAll = async (
+    apiVersion: string, kind: string, namespace: string, selector: string | undefined, onPage?: (count: number) => void,
+  ): Promise<KubeObject[]> => {
     const out: KubeObject[] = []
     let token: string | undefined
     do {
@@ -82,7 +84,7 @@ export function connect(options: ClusterOptions): ClusterReader {
 }
 
 /** A label selector as the API server's query syntax: `tier=frontend,env in (a,b),!legacy`. */
-export function selectorString(selector: LabelSelector | undefined): string | undefined {
+function selectorString(selector: LabelSelector | undefined): string | undefined {
   if (!selector) return undefined
   const parts: string[] = []
   for (const [k, v] of Object.entries(selector.matchLabels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) parts.push(`${k}=${v}`)

@@ -83,7 +83,12 @@ function renderKind(kind: KollectKind): string[] {
     out.push('', '### Printer columns', '')
     out.push(`\`kubectl get ${names.shortNames?.[0] ?? names.plural}\` shows these columns; \`-o wide\` adds the ones marked wide.`, '')
     out.push('| Column | Type | JSONPath | Description |', '|---|---|---|---|')
-    for (const c of columns) out.push(row([`${c.name}${wide(c) ? ' (wide)' : ''}`, c.type + (c.format ? ` (${c.format})` : ''), code(c.jsonPath), oneLine(c.description ?? defaultColumnDescription(c))]))
+    for (const c of columns) {
+      out.push(row([
+        `${c.name}${wide(c) ? ' (wide)' : ''}`, c.type + (c.format ? ` (${c.format})` : ''),
+        code(c.jsonPath), oneLine(c.description ?? defaultColumnDescription(c)),
+      ]))
+    }
   }
 
   for (const part of ['spec', 'status'] as const) {
@@ -94,11 +99,13 @@ function renderKind(kind: KollectKind): string[] {
     walk(schema, part, root.required?.includes(part) === true, fields, rules)
     out.push('', `### ${part === 'spec' ? 'Spec' : 'Status'}`, '')
     if (part === 'status') {
-      out.push(`In TypeScript this is \`${statusTypeName(kind)}\` of [api/status.generated.ts](../api/status.generated.ts), generated from the same schema.`, '')
+      out.push(`In TypeScript this is \`${statusTypeName(kind)}\` of [api/status.generated.ts](../api/status.generated.ts), ` +
+        'generated from the same schema.', '')
     }
     out.push('| Field | Type | Required | Default | Constraints | Description |', '|---|---|---|---|---|---|')
     for (const f of fields) {
-      out.push(row([code(f.path), typeOf(f.schema), f.required ? 'yes' : '', f.schema.default === undefined ? '' : code(scalar(f.schema.default)), constraints(f.schema), oneLine(f.schema.description ?? '')]))
+      const fallback = f.schema.default === undefined ? '' : code(scalar(f.schema.default))
+      out.push(row([code(f.path), typeOf(f.schema), f.required ? 'yes' : '', fallback, constraints(f.schema), oneLine(f.schema.description ?? '')]))
     }
     if (rules.length > 0) {
       out.push('', `Validation rules (\`x-kubernetes-validations\`, enforced by the API server and by \`kollect validate\`) on the ${part}:`, '')

@@ -80,7 +80,9 @@ export function renderStatusTypesOf(statuses: StatusSchema[]): string {
       }
       case 'object':
         if (schema.properties) return declare(shared.has(path) ? `Status${lastSegment(name, kind)}` : name, schema, path, kind)
-        if (typeof schema.additionalProperties === 'object') return `Record<string, ${typeOf(schema.additionalProperties, `${path}.<key>`, kind, `${name}Value`)}>`
+        if (typeof schema.additionalProperties === 'object') {
+          return `Record<string, ${typeOf(schema.additionalProperties, `${path}.<key>`, kind, `${name}Value`)}>`
+        }
         if (schema['x-kubernetes-preserve-unknown-fields'] === true) return 'Record<string, unknown>'
     }
     throw new Error(`${kind} ${path}: cannot type a schema of type ${String(schema.type)}`)

@@ -4,19 +4,19 @@ import type { Item, JsonValue } from '../api/types.js'
 export const OUTPUTS = ['table', 'json', 'yaml'] as const
 export type Output = (typeof OUTPUTS)[number]
 
-export const CELL_WIDTH = 40
+const CELL_WIDTH = 40
 /** Shown for an optional attribute the item leaves out. */
-export const ABSENT = '<none>'
+const ABSENT = '<none>'
 
 /** A value as compact JSON, cut to `width` characters (the last one an ellipsis). */
-export function cell(value: JsonValue | undefined, width = CELL_WIDTH): string {
+function cell(value: JsonValue | undefined, width = CELL_WIDTH): string {
   if (value === undefined) return ABSENT
   const text = JSON.stringify(value)
   return text.length <= width ? text : text.slice(0, width - 1) + '…'
 }
 
 /** Left-aligned columns separated by three spaces, as kubectl prints them. */
-export function table(headers: string[], rows: string[][]): string {
+function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('   ').trimEnd()
   return [line(headers), ...rows.map(line)].join('\n') + '\n'
@@ -32,7 +32,9 @@ export function formatItems(items: Item[], attributeNames: string[], output: Out
     case 'table': {
       // Attribute names stay as written: they are the keys of the exported items.
       const headers = ['NAMESPACE', 'NAME', ...attributeNames]
-      const rows = items.map((item) => [item.namespace || ABSENT, item.name, ...attributeNames.map((n) => cell(Object.hasOwn(item.attributes, n) ? item.attributes[n] : undefined))])
+      const rows = items.map((item) => [
+        item.namespace || ABSENT, item.name, ...attributeNames.map((n) => cell(Object.hasOwn(item.attributes, n) ? item.attributes[n] : undefined)),
+      ])
       return table(headers, rows)
     }
   }

@@ -30,7 +30,9 @@ export function explain(outcomes: ReadonlyMap<string, ObjectOutcome>, profile: C
         continue
       }
       const namespace = rejection.type === 'namespaceDenied' || rejection.type === 'namespaceNotSelected' ? rejection.namespace : null
-      const bucket = rejection.type === 'namespaceDenied' ? 'namespace is denied by scope' : rejection.type === 'namespaceNotSelected' ? 'namespace is not selected' : describeRejection(rejection)
+      const bucket = rejection.type === 'namespaceDenied' ? 'namespace is denied by scope'
+        : rejection.type === 'namespaceNotSelected' ? 'namespace is not selected'
+        : describeRejection(rejection)
       const b = out.notSelected.get(bucket) ?? { count: 0, namespaces: new Set<string>() }
       b.count++
       if (namespace !== null) b.namespaces.add(namespace)

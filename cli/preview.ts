@@ -73,7 +73,10 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
       profileObject = profiles[0] as KubeObject
       note(`the KollectTarget names KollectProfile ${wanted || '(none)'}; previewing with ${nameOf(profileObject)} from ${opts.profile}`)
     } else if (profiles.length === 0) throw new UsageError(`${opts.profile} holds no KollectProfile`)
-    else throw new UsageError(`${opts.profile} holds several KollectProfiles (${profiles.map(nameOf).join(', ')}) and none is named ${wanted || '(no profileRef)'}`)
+    else {
+      throw new UsageError(`${opts.profile} holds several KollectProfiles (${profiles.map(nameOf).join(', ')}) ` +
+        `and none is named ${wanted || '(no profileRef)'}`)
+    }
   }
   const profileNamespace = profileObject.metadata?.namespace
   if (profileNamespace && profileNamespace !== namespace) {
@@ -93,7 +96,9 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   if (opts.scope !== undefined) {
     const all = await kollectResources(opts.scope, 'KollectScope', io)
     scopes = all.filter((s) => (s.metadata?.namespace || namespace) === namespace)
-    if (scopes.length < all.length) note(`${count(all.length - scopes.length, 'KollectScope')} of other namespaces ignored; only those of namespace ${namespace} apply to its targets`)
+    if (scopes.length < all.length) {
+      note(`${count(all.length - scopes.length, 'KollectScope')} of other namespaces ignored; only those of namespace ${namespace} apply to its targets`)
+    }
     if (scopes.length === 0) note(`${opts.scope} holds no KollectScope of namespace ${namespace}`)
   }
 
@@ -108,13 +113,18 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
     const text = await readInput(opts.objects, io)
     const docs = parseDocuments(text)
     const broken = docs.find((d) => d.error)
-    if (broken) throw new UsageError(`${opts.objects === '-' ? 'stdin' : opts.objects}: document ${broken.index}: ${describeSyntaxProblem(broken.error as { message: string })}`)
+    if (broken) {
+      const problem = describeSyntaxProblem(broken.error as { message: string })
+      throw new UsageError(`${opts.objects === '-' ? 'stdin' : opts.objects}: document ${broken.index}: ${problem}`)
+    }
     const found = objectsOf(docs.map((d) => d.value))
     objects = found.objects
     read = `${count(objects.length, 'object')} read from ${opts.objects === '-' ? 'stdin' : opts.objects}`
     if (found.ignored > 0) note(`${count(found.ignored, 'document')} that ${found.ignored === 1 ? 'is' : 'are'} not an object ignored`)
     plural = offlinePlural(res)
-    if (resourceKnown && plural.source === 'unresolved') note(`the plural of ${res?.kind} is not known offline; in the cluster it is discovered (or set spec.resource.plural)`)
+    if (resourceKnown && plural.source === 'unresolved') {
+      note(`the plural of ${res?.kind} is not known offline; in the cluster it is discovered (or set spec.resource.plural)`)
+    }
     if (targetSpec.namespaceSelector) note('namespaceSelector is not checked offline: every object read is taken to be in a selected namespace')
   } else {
     const { connect } = await import('./cluster.js')
@@ -141,11 +151,14 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
     progress: (done, total) => progress.update(done, 'checked', total),
   })
   progress.done()
-  if (otherKinds > 0) note(`${count(otherKinds, 'object')} that ${otherKinds === 1 ? 'is' : 'are'} not ${res ? describeType(res) : 'the target\'s kind'} skipped`)
+  if (otherKinds > 0) {
+    note(`${count(otherKinds, 'object')} that ${otherKinds === 1 ? 'is' : 'are'} not ${res ? describeType(res) : 'the target\'s kind'} skipped`)
+  }
   if (duplicates > 0) note(`${count(duplicates, 'object')} appear more than once; the last copy of each is used`)
   const status = response.status as { matchedCount: number; extractedCount: number; failedCount: number; conditions: Condition[] }
   const ready = status.conditions.find((c) => c.type === 'Ready')
-  const summary: string[] = [`${targetLabel} (${res && resourceKnown ? describeType(res) : 'no resource'}) with KollectProfile ${namespace}/${nameOf(profileObject)}`, read]
+  const typeLabel = res && resourceKnown ? describeType(res) : 'no resource'
+  const summary: string[] = [`${targetLabel} (${typeLabel}) with KollectProfile ${namespace}/${nameOf(profileObject)}`, read]
   if (!ready || ready.status !== 'True') {
     const lines = [...summary, `${targetLabel} is not ready: ${ready?.reason ?? 'Unknown'}: ${ready?.message ?? ''}`, ...notes]
     for (const line of lines) io.stderr.write(line + '\n')
@@ -157,7 +170,8 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   io.stdout.write(formatItems(items, compiled.attributes.map((a) => a.name), opts.output))
 
   if (opts.scope === undefined && asksBeyondOwnNamespace(targetSpec, namespace)) {
-    note(`no --scope: like a namespace without a KollectScope, the target sees only its own namespace (${namespace}); pass --scope with the namespace's KollectScopes`)
+    note(`no --scope: like a namespace without a KollectScope, the target sees only its own namespace (${namespace}); ` +
+      'pass --scope with the namespace\'s KollectScopes')
   }
   const notSelected = notSelectedLine(detail)
   if (notSelected !== null) summary.push(notSelected)
@@ -165,7 +179,9 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   if (detail.errors.size > 0) {
     const optional = new Set(compiled.attributes.filter((a) => a.optional).map((a) => a.name))
     summary.push('errors by attribute:')
-    for (const [name, e] of detail.errors) summary.push(`  ${name}${optional.has(name) ? ' (optional: the key is left out)' : ''}: ${count(e.count, 'object')}; first: ${e.first}`)
+    for (const [name, e] of detail.errors) {
+      summary.push(`  ${name}${optional.has(name) ? ' (optional: the key is left out)' : ''}: ${count(e.count, 'object')}; first: ${e.first}`)
+    }
   }
   summary.push(`items: ${items.length}`)
   // Ready first, then any other condition that holds (Degraded).
@@ -177,7 +193,10 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
 }
 
 /** The namespaces Metacontroller would list for the target, as customize asks: '' means all. */
-async function liveNamespaces(spec: KollectTargetSpec, own: string, clusterScoped: boolean, bySelector: (s: NonNullable<KollectTargetSpec['namespaceSelector']>) => Promise<string[]>): Promise<string[]> {
+async function liveNamespaces(
+  spec: KollectTargetSpec, own: string, clusterScoped: boolean,
+  bySelector: (s: NonNullable<KollectTargetSpec['namespaceSelector']>) => Promise<string[]>,
+): Promise<string[]> {
   const read = namespacesToRead(spec, own, clusterScoped)
   if ('selector' in read) return bySelector(read.selector)
   return 'names' in read ? read.names : ['']

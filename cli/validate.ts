@@ -38,7 +38,9 @@ interface Counts {
 export async function runValidate(argv: string[], io: Io): Promise<number> {
   let parsed: { values: { quiet?: boolean; help?: boolean }; positionals: string[] }
   try {
-    parsed = parseArgs({ args: argv, options: { quiet: { type: 'boolean', short: 'q' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+    parsed = parseArgs({
+      args: argv, options: { quiet: { type: 'boolean', short: 'q' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true,
+    })
   } catch (err) {
     throw new UsageError((err as Error).message, true)
   }
@@ -136,7 +138,7 @@ function validateDocument(where: string, value: unknown, counts: Counts, io: Io,
 const TOP_LEVEL = new Set(['apiVersion', 'kind', 'metadata', 'spec', 'status'])
 
 /** Every problem of one Kollect resource, most specific first, one per field path and source. */
-export function checkResource(doc: Record<string, unknown>): Finding[] {
+function checkResource(doc: Record<string, unknown>): Finding[] {
   const at = (path: string, message: string): Finding => ({ path, text: `${path}: ${message}` })
   if (doc.apiVersion !== API_VERSION) return [at('apiVersion', `${String(doc.apiVersion)} is not served; use ${API_VERSION}`)]
   const kind = doc.kind
@@ -187,8 +189,10 @@ export function checkResource(doc: Record<string, unknown>): Finding[] {
 
   const out: Finding[] = [...basics]
   const seen = new Set<string>()
+  // A rule's finding on a field yields to any finding already made below it.
+  const coveredBelow = (f: Finding): boolean => [...seen].some((p) => p.startsWith(f.path + '.') || p.startsWith(f.path + '['))
   for (const source of [compiled, schema, rules, semantic]) {
-    const kept = source.filter((f) => !seen.has(f.path) && !(source === rules && f.path !== 'spec' && [...seen].some((p) => p.startsWith(f.path + '.') || p.startsWith(f.path + '['))))
+    const kept = source.filter((f) => !seen.has(f.path) && !(source === rules && f.path !== 'spec' && coveredBelow(f)))
     out.push(...kept)
     for (const f of source) seen.add(f.path)
   }
@@ -209,7 +213,7 @@ function explainSchemaError(message: string, value: unknown): string {
 }
 
 /** The value at a path as crd-schemas.ts prints them: `spec.attributes[0]["odd key"].cel`. */
-export function valueAt(root: unknown, path: string): unknown {
+function valueAt(root: unknown, path: string): unknown {
   const token = /\.([A-Za-z_$][A-Za-z0-9_$]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]|^([A-Za-z_$][A-Za-z0-9_$]*)/y
   let node: unknown = root
   let pos = 0

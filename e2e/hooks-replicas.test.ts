@@ -49,7 +49,8 @@ const steps: [string, Step, string][] = [
     return []
   }, ''],
   ['one image changes', syncTargets([[0, {}], [1, { image: 'registry.example.com/payments/t1-web-0:9.9.9' }], [2, {}], [3, {}]], 2), 'kollect: team-a/prod-inventory +0 ~1 -0 (16 items)'],
-  ['one Deployment goes away', syncTargets([[0, {}], [1, { image: 'registry.example.com/payments/t1-web-0:9.9.9' }], [2, { drop: true }], [3, {}]], 2), 'kollect: team-a/prod-inventory +0 ~0 -1 (15 items)'],
+  ['one Deployment goes away', syncTargets([[0, {}], [1, { image: 'registry.example.com/payments/t1-web-0:9.9.9' }], [2, { drop: true }], [3, {}]], 2),
+    'kollect: team-a/prod-inventory +0 ~0 -1 (15 items)'],
 ]
 
 before(async () => {

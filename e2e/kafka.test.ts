@@ -30,7 +30,8 @@ const inventory = (): KubeObject => {
   return inv
 }
 const inventorySync = (inv: KubeObject = inventory(), finalizing = false) =>
-  goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: [sink] }), finalizing))
+  goJson(syncRequest(controllerFor('kollect-inventories'), inv,
+    relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: [sink] }), finalizing))
 const waitSynced = (changedFrom?: string) => pod.waitSynced(inventorySync(), { changedFrom, timeoutMs: 60_000 })
 
 /** The kollect-event header of every committed record of the inventory, as a read_committed consumer sees them. */
@@ -54,7 +55,10 @@ before(async () => {
     apiVersion: 'kollect.dev/v1alpha1',
     kind: 'KollectSink',
     metadata: { name: 'kafka-events', namespace: 'team-a', uid: 'sink-kafka', generation: 1 },
-    spec: { type: 'kafka', cluster: 'e2e', deletionPolicy: 'Delete', secretRef: { name: 'kafka-creds' }, kafka: { brokers: kafka.saslBootstrap, topic: TOPIC, partitions: 2, saslMechanism: 'SCRAM-SHA-256' } },
+    spec: {
+      type: 'kafka', cluster: 'e2e', deletionPolicy: 'Delete', secretRef: { name: 'kafka-creds' },
+      kafka: { brokers: kafka.saslBootstrap, topic: TOPIC, partitions: 2, saslMechanism: 'SCRAM-SHA-256' },
+    },
   }
   pod = await startPod(TOKEN, {
     KOLLECT_SECRET_TEAM_A__KAFKA_CREDS__USERNAME: kafka.user,

@@ -40,7 +40,8 @@ const inventory = (): KubeObject => {
   return inv
 }
 const inventorySync = (inv: KubeObject = inventory(), finalizing = false) =>
-  goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: sinks }), finalizing))
+  goJson(syncRequest(controllerFor('kollect-inventories'), inv,
+    relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: sinks }), finalizing))
 
 const waitSynced = (changedFrom?: string) => pod.waitSynced(inventorySync(), { changedFrom })
 
@@ -160,7 +161,8 @@ test('SIGTERM while PostgreSQL is down exits 0 within the grace period; the next
     // The image goes back: git and NATS take it, PostgreSQL cannot.
     await pod.hook('/hooks/targets/sync', goJson(targetSyncRequest(exampleDeployments())))
     const owed = await pod.inventoryUntil(inventorySync(), (s) =>
-      JSON.stringify(s.sinks?.map((x) => [x.name, x.state])) === JSON.stringify([['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Failing']]), { what: 'portal-db Failing, the others Synced' })
+      JSON.stringify(s.sinks?.map((x) => [x.name, x.state])) === JSON.stringify([['events', 'Synced'], ['history', 'Synced'], ['portal-db', 'Failing']]),
+    { what: 'portal-db Failing, the others Synced' })
     const checksum = owed.checksum
     assert.equal((await exportCommits()).length, commits.length + 1)
 

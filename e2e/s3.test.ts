@@ -40,7 +40,8 @@ function inventory(name: string, sink: string, deleting = false): KubeObject {
 }
 
 const inventoryRequest = (inv: KubeObject, finalizing = false) =>
-  goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: sinks() }), finalizing))
+  goJson(syncRequest(controllerFor('kollect-inventories'), inv,
+    relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [loadExampleCr('target-deployments.yaml')], [TYPES.sink]: sinks() }), finalizing))
 
 async function keys(prefix: string): Promise<string[]> {
   const page = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }))

@@ -188,8 +188,10 @@ export class ItemBudget {
   refusal(target: ObjectRef, limit: BudgetLimit, count: number, bytes: number): ReportResult {
     const what = `the exporter refused ${count} items (${bytes} bytes)`
     const message = limit === 'namespace'
-      ? `${what}: namespace ${target.namespace} holds ${this.namespaceBytes(target.namespace)} bytes of items and its share is ${this.namespaceMaxBytes} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE`
-      : `${what}: the exporter holds ${this.total} bytes of items and its budget is ${this.maxBytes} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_ITEM_BUDGET_BYTES with the exporter's memory limit`
+      ? `${what}: namespace ${target.namespace} holds ${this.namespaceBytes(target.namespace)} bytes of items ` +
+        `and its share is ${this.namespaceMaxBytes} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE`
+      : `${what}: the exporter holds ${this.total} bytes of items and its budget is ${this.maxBytes} bytes; ` +
+        'split the target, trim the profile, or raise KOLLECT_EXPORTER_ITEM_BUDGET_BYTES with the exporter\'s memory limit'
     return { accepted: false, reason: 'ResourceLimit', message }
   }
 }

@@ -2,9 +2,9 @@ import type { ResolvedSink } from '../api/types.js'
 import { MAX_DURATION_MS, formatDuration, parseDuration } from '../api/duration.js'
 import type { DriftMode, DriftResult } from '../sinks/sink.js'
 
-export const DEFAULT_DRIFT_INTERVAL_MS = 10 * 60_000
+const DEFAULT_DRIFT_INTERVAL_MS = 10 * 60_000
 /** A check reads the whole record: more often than this costs more than it can find. */
-export const MIN_DRIFT_INTERVAL_MS = 60_000
+const MIN_DRIFT_INTERVAL_MS = 60_000
 
 export interface DriftSettings {
   /** null: policy Off, never check. */
@@ -32,5 +32,6 @@ export function checkFailedMessage(error: Error): string {
 export function driftMessage(result: DriftResult, intervalMs: number): string {
   const n = result.differences
   const examples = result.examples.length > 0 ? ` (${result.examples.join(', ')}${n > result.examples.length ? ', …' : ''})` : ''
-  return `${n === 1 ? '1 item differs' : `${n} items differ`} from the last export${examples}, changed outside Kollect; drift policy Report leaves them (checked every ${formatDuration(intervalMs)}); set spec.drift.policy Repair to write the export back`
+  return `${n === 1 ? '1 item differs' : `${n} items differ`} from the last export${examples}, changed outside Kollect; ` +
+    `drift policy Report leaves them (checked every ${formatDuration(intervalMs)}); set spec.drift.policy Repair to write the export back`
 }

@@ -4,8 +4,9 @@ export {
   DEFAULT_SINK, realClock, type Clock, type DriftEvent, type ExportEvent, type ExporterObserver, type ExporterOptions, type Log,
 } from './options.js'
 export { PendingJournal } from './pending-journal.js'
-export { SINK_CHECK_TIMEOUT_MS, SINK_CHECK_TTL_MS } from './pool.js'
 export { SharedStrings } from './shared-strings.js'
 export { DEFAULT_BACKOFF, retryUntilDone, type BackoffPolicy } from './retry.js'
-export { SinkDriver, type DriverOptions } from './sink-driver.js'
+export { SinkDriver } from './sink-driver.js'
+/** @public The options of SinkDriver's constructor, which hub/ calls. */
+export type { DriverOptions } from './sink-driver.js'
 export type { DriverContext } from './strategy.js'

@@ -49,7 +49,9 @@ export class JournalKeeper {
       this.settle(inv)
       return 0
     }
-    this.log('info', 'a pending export from the journal waits for its targets to report', { inventory: refKey(inv.ref), checksum: entry.snapshot.checksum, sinks })
+    this.log('info', 'a pending export from the journal waits for its targets to report', {
+      inventory: refKey(inv.ref), checksum: entry.snapshot.checksum, sinks,
+    })
     return sinks.length
   }
 

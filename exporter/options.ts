@@ -20,7 +20,7 @@ export const realClock: Clock = {
 }
 
 /** Node's timers wait at most this long; a longer delay fires after 1 ms instead. */
-export const MAX_TIMER_MS = 2 ** 31 - 1
+const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** A wait longer than one timer: a chain of timers, each re-armed for what is left. */
 class LongWait {
@@ -81,7 +81,7 @@ export interface ExporterObserver {
   onJournalDropped?(reason: JournalDropReason): void
 }
 
-export type JournalDropReason = 'superseded' | 'unreadable'
+type JournalDropReason = 'superseded' | 'unreadable'
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 

@@ -60,7 +60,9 @@ export class PendingJournal {
       const file = path.join(this.dir, name)
       try {
         const parsed = JSON.parse((await readTextIfExists(file)) ?? 'null') as (PendingExport & { version?: number }) | null
-        if (parsed?.version !== VERSION || !parsed.composition?.inventory || !Array.isArray(parsed.sinks)) throw new Error('not a pending export of this version')
+        if (parsed?.version !== VERSION || !parsed.composition?.inventory || !Array.isArray(parsed.sinks)) {
+          throw new Error('not a pending export of this version')
+        }
         if (parsed.sinks.length > 0 && !parsed.snapshot?.checksum) throw new Error('sinks owe an export, but the entry has no snapshot')
         if (name !== path.basename(this.fileOf(parsed.composition.inventory))) throw new Error('file name does not match its inventory')
         const confirmed = validConfirmed(parsed.confirmed)

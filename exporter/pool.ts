@@ -5,8 +5,8 @@ import type { Clock, ExporterOptions } from './options.js'
 import { isPermanent } from './retry.js'
 
 /** How long a healthcheck answer is reused, and how long one may take. */
-export const SINK_CHECK_TTL_MS = 30_000
-export const SINK_CHECK_TIMEOUT_MS = 4_000
+const SINK_CHECK_TTL_MS = 30_000
+const SINK_CHECK_TIMEOUT_MS = 4_000
 
 interface PooledSink {
   /** Null once a refused grant dropped it: built again at its next use, if the grant is back. */

@@ -233,8 +233,9 @@ export class SinkDriver {
         // A crash from here on must not lose the export: a restart resumes it from the journal.
         if (attempt === 1) this.options.events?.failing?.()
         observer?.onExport?.({ ...event, result: 'failure', durationMs: clock.now() - started, error })
-        if (isPermanent(error)) log('warn', 'sink write failed with a permanent error; waiting for a change or the maximum backoff', { ...fields, attempt, error: error.message })
-        else log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', { ...fields, attempt, error: error.message })
+        const detail = { ...fields, attempt, error: error.message }
+        if (isPermanent(error)) log('warn', 'sink write failed with a permanent error; waiting for a change or the maximum backoff', detail)
+        else log(attempt === 1 ? 'warn' : 'info', 'sink write failed; retrying', detail)
       },
     })
     if (!written) {
@@ -242,7 +243,9 @@ export class SinkDriver {
       return false
     }
     const { latest, result } = written
-    if (!this.review.isPoll(latest, result, this.confirmedExport)) this.confirmedExport = { checksum: latest.checksum, itemCount: latest.itemCount, at: clock.now() }
+    if (!this.review.isPoll(latest, result, this.confirmedExport)) {
+      this.confirmedExport = { checksum: latest.checksum, itemCount: latest.itemCount, at: clock.now() }
+    }
     for (const s of this.strategies) s.confirmed(latest, result)
     this.failing = null
     this.retryAt = null

@@ -56,7 +56,8 @@ export class TargetStore {
     if (finalizedUid !== undefined) {
       if (report.uid === finalizedUid) {
         this.log('info', 'target report dropped: the target was finalized', { target: key, generation: report.generation, sequence: report.sequence })
-        return { changed: false, result: { accepted: false, reason: 'Stale', message: 'the target was finalized; a report of it that arrives later was dropped as stale', heldGeneration: report.generation, heldChecksum: '' } }
+        const message = 'the target was finalized; a report of it that arrives later was dropped as stale'
+        return { changed: false, result: { accepted: false, reason: 'Stale', message, heldGeneration: report.generation, heldChecksum: '' } }
       }
       this.finalizedTargets.delete(key) // recreated under the same name
     }
@@ -64,7 +65,9 @@ export class TargetStore {
     if (previous && isStaleReport(previous.stamp, report)) {
       const { generation, sequence } = previous.stamp
       // The sequences are arrival times: the log may have them, status may not (it must not move with the clock).
-      this.log('info', 'target report dropped: older than the one held', { target: key, generation: report.generation, sequence: report.sequence, heldGeneration: generation, heldSequence: sequence })
+      this.log('info', 'target report dropped: older than the one held', {
+        target: key, generation: report.generation, sequence: report.sequence, heldGeneration: generation, heldSequence: sequence,
+      })
       return {
         changed: false,
         result: {
@@ -126,7 +129,9 @@ export class TargetStore {
     const stamp: ReportStamp = { uid: report.uid, generation: report.generation, sequence: report.sequence }
     this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations })
     this.charge(report.target, before, bytes)
-    if (staleItems > 0) this.log('info', 'target report had items older than the held ones; kept the held ones', { target: key, staleItems, sequence: report.sequence })
+    if (staleItems > 0) {
+      this.log('info', 'target report had items older than the held ones; kept the held ones', { target: key, staleItems, sequence: report.sequence })
+    }
     return { changed, result: staleItems > 0 ? { accepted: true, staleItems } : { accepted: true } }
   }
 

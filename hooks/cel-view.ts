@@ -49,7 +49,9 @@ function withMaps(value: unknown, depth: number): unknown {
   const out: MaybeLazy = {}
   for (const k of keys) {
     // defineProperty: a "__proto__" key stays a key, and a lazy value stays unread.
-    const descriptor = changed.has(k) ? { value: changed.get(k), enumerable: true, writable: true, configurable: true } : Object.getOwnPropertyDescriptor(obj, k) as PropertyDescriptor
+    const descriptor = changed.has(k)
+      ? { value: changed.get(k), enumerable: true, writable: true, configurable: true }
+      : Object.getOwnPropertyDescriptor(obj, k) as PropertyDescriptor
     Object.defineProperty(out, k, descriptor)
   }
   if (lazy !== undefined) readLazily(out, lazy)

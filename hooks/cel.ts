@@ -47,7 +47,8 @@ const cached = compileCache<CelCompiled>()
 
 /** Compile once per expression text; the result (or the error) is cached. */
 export function compileCel(expression: string, limits: ExpressionLimits = DEFAULT_LIMITS): CelCompiled {
-  return cached(`${limits.maxExpressionLength}:${limits.maxMacroDepth}:${limits.maxStringLength}:${limits.maxListLength}:${expression}`, () => compileUncached(expression, limits))
+  const key = `${limits.maxExpressionLength}:${limits.maxMacroDepth}:${limits.maxStringLength}:${limits.maxListLength}:${expression}`
+  return cached(key, () => compileUncached(expression, limits))
 }
 
 function compileUncached(expression: string, limits: ExpressionLimits): CelCompiled {
@@ -194,7 +195,9 @@ function dispatch(n: RuntimeNode): Evaluate {
 function checkSize(value: unknown, position: number | undefined, limits: ExpressionLimits): unknown {
   const at = position === undefined ? '' : ` at position ${position}`
   if (typeof value === 'string') {
-    if (value.length > limits.maxStringLength) throw new ResourceLimitError(`a CEL string${at} has ${value.length} characters; the limit is ${limits.maxStringLength}`)
+    if (value.length > limits.maxStringLength) {
+      throw new ResourceLimitError(`a CEL string${at} has ${value.length} characters; the limit is ${limits.maxStringLength}`)
+    }
   } else if (Array.isArray(value)) {
     if (value.length > limits.maxListLength) throw new ResourceLimitError(`a CEL list${at} has ${value.length} elements; the limit is ${limits.maxListLength}`)
   } else if (value instanceof Uint8Array && value.length > limits.maxStringLength) {
@@ -213,7 +216,10 @@ function checkPattern(call: AstNode): CompileError | null {
   try {
     new RegExp(pattern.args, 'l')
   } catch (err) {
-    if (!linearEngineEnabled()) throw new Error('the linear-time RegExp engine is off in this process: its entry point must call enableLinearRegExps() (server/process/regexp-engine.ts)')
+    if (!linearEngineEnabled()) {
+      throw new Error('the linear-time RegExp engine is off in this process: ' +
+        'its entry point must call enableLinearRegExps() (server/process/regexp-engine.ts)')
+    }
     return { message: `pattern ${JSON.stringify(pattern.args)} is not allowed: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}`, position: pattern.start }
   }
   return null

@@ -3,7 +3,7 @@ import type { Condition, ConditionStatus } from '../api/types.js'
 // No lastTransitionTime: status must be a pure function of the request, or Metacontroller
 // rewrites it on every sync and loops.
 
-export const MESSAGE_LIMIT = 1024
+const MESSAGE_LIMIT = 1024
 
 export function truncate(text: string, limit = MESSAGE_LIMIT): string {
   return text.length <= limit ? text : text.slice(0, limit - 1) + '…'

@@ -8,7 +8,7 @@ function fold(text: string): string {
 }
 
 /** "" and "core" both name the core group; a group that is not a string is no proof of another. */
-export function isCoreGroup(group: unknown): boolean {
+function isCoreGroup(group: unknown): boolean {
   if (typeof group !== 'string') return true
   const g = fold(group)
   return g === '' || g === 'core'

@@ -11,17 +11,17 @@ import {
 } from './request.js'
 import { effectiveScope, scopesOf, secretDenial, type EffectiveScope } from './scope.js'
 
-export const TARGET_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectTarget')
-export const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')
+const TARGET_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectTarget')
+const SINK_KEY = typeKey('kollect.dev', 'v1alpha1', 'KollectSink')
 
 export const DEFAULT_DEBOUNCE_MS = 10_000
 export const DEFAULT_MAX_WAIT_MS = 120_000
 /** Resync bounds: a missing target or a failing sink's running retry may end any time; a write usually lands within seconds. */
-export const WAITING_RESYNC_SECONDS = 10
-export const IN_FLIGHT_RESYNC_SECONDS = 2
-export const MAX_RESYNC_SECONDS = 60
+const WAITING_RESYNC_SECONDS = 10
+const IN_FLIGHT_RESYNC_SECONDS = 2
+const MAX_RESYNC_SECONDS = 60
 /** How many waited-for targets WaitingForTargets names, each with its own Ready; the rest are counted. */
-export const WAITING_TARGETS_NAMED = 5
+const WAITING_TARGETS_NAMED = 5
 const TARGET_READY_LIMIT = 160
 /** Problems that leave a named sink out of the composition. */
 const SINK_PROBLEMS = new Set(['ScopeSinkDenied', 'ScopeSecretDenied', 'SinkNotFound'])
@@ -33,7 +33,9 @@ export function customizeInventory(req: CustomizeRequest): CustomizeResponse {
   const targetNames = names(spec.targetRefs)
   if (targetNames.length > 0) rules.push({ apiVersion: API_VERSION, resource: 'kollecttargets', namespace, names: targetNames })
   else if (spec.targetSelector) {
-    rules.push({ apiVersion: API_VERSION, resource: 'kollecttargets', namespace, labelSelector: { matchLabels: spec.targetSelector.matchLabels ?? {}, ...(spec.targetSelector.matchExpressions ? { matchExpressions: spec.targetSelector.matchExpressions } : {}) } })
+    const { matchLabels, matchExpressions } = spec.targetSelector
+    const labelSelector = { matchLabels: matchLabels ?? {}, ...(matchExpressions ? { matchExpressions } : {}) }
+    rules.push({ apiVersion: API_VERSION, resource: 'kollecttargets', namespace, labelSelector })
   }
   const byNamespace = new Map<string, Set<string>>()
   for (const ref of Array.isArray(spec.sinkRefs) ? spec.sinkRefs : []) {
@@ -56,7 +58,7 @@ function names(refs: { name: string }[] | undefined): string[] {
   return Array.isArray(refs) ? [...new Set(refs.map((r) => r?.name).filter((n): n is string => typeof n === 'string' && n !== ''))].sort() : []
 }
 
-export interface Problem {
+interface Problem {
   reason: string
   message: string
 }
@@ -125,13 +127,16 @@ export function composeInventory(req: SyncRequest): Composed {
     if (secretDenied) secretsDenied.push(secretDenied)
     else sinks.push({ ...sinkRef, spec: sinkSpec })
   }
-  if (denied.length > 0) problems.push({ reason: 'ScopeSinkDenied', message: `sinks not allowed by the scope of namespace ${ref.namespace}: ${denied.join(', ')}` })
+  if (denied.length > 0) {
+    problems.push({ reason: 'ScopeSinkDenied', message: `sinks not allowed by the scope of namespace ${ref.namespace}: ${denied.join(', ')}` })
+  }
   if (secretsDenied.length > 0) problems.push({ reason: 'ScopeSecretDenied', message: secretsDenied.join('; ') })
   if (missing.length > 0) problems.push({ reason: 'SinkNotFound', message: `KollectSink not found: ${missing.join(', ')}` })
 
   let debounceMs = spec.debounce ? (parseDuration(spec.debounce) ?? DEFAULT_DEBOUNCE_MS) : DEFAULT_DEBOUNCE_MS
   if (debounceMs < scope.minDebounceMs) {
-    problems.push({ reason: 'DebounceRaised', message: `debounce ${formatDuration(debounceMs)} raised to the scope minimum ${formatDuration(scope.minDebounceMs)}` })
+    const message = `debounce ${formatDuration(debounceMs)} raised to the scope minimum ${formatDuration(scope.minDebounceMs)}`
+    problems.push({ reason: 'DebounceRaised', message })
     debounceMs = scope.minDebounceMs
   }
   const maxWaitMs = Math.max(debounceMs, spec.maxWait ? (parseDuration(spec.maxWait) ?? DEFAULT_MAX_WAIT_MS) : DEFAULT_MAX_WAIT_MS)
@@ -180,13 +185,14 @@ export function inventoryStatus(req: SyncRequest, composed: Composed, state: Inv
   const reviewing = state.sinks.filter((s) => s.state === 'AwaitingReview')
   const unverified = state.sinks.filter((s) => s.state === 'Unverified')
   const troubled = [...failing, ...unverified, ...drifted]
+  const blocker = blocking[0] as Problem // read only while blocking is not empty
   const conditions: Condition[] = [
     blocking.length > 0
-      ? condition('Ready', false, (blocking[0] as Problem).reason, blocking.map((p) => p.message).join('; '), generation)
+      ? condition('Ready', false, blocker.reason, blocking.map((p) => p.message).join('; '), generation)
       : condition('Ready', true, 'Resolved', `${composition.targets.length} targets, ${state.sinks.length} sinks`, generation),
     syncedCondition(req, composed, state, { pending, failing, drifted, reviewing, unverified }, generation),
     troubled.length > 0 || blocking.length > 0
-      ? condition('Degraded', true, failing.length > 0 ? 'SinkFailing' : unverified.length > 0 ? 'SinkUnverified' : drifted.length > 0 ? 'SinkDrifted' : (blocking[0] as Problem).reason,
+      ? condition('Degraded', true, failing[0] ? 'SinkFailing' : unverified[0] ? 'SinkUnverified' : drifted[0] ? 'SinkDrifted' : blocker.reason,
         [...troubled.map((s) => `${s.namespace}/${s.name}: ${s.message}`), ...blocking.map((p) => p.message)].join('; '), generation)
       : condition('Degraded', false, 'AsExpected', problems.map((p) => p.message).join('; '), generation),
   ]
@@ -212,15 +218,18 @@ function syncedCondition(req: SyncRequest, composed: Composed & { ok: true }, st
   if (!state.complete) return condition('Synced', false, 'WaitingForTargets', waitingMessage(req, state.missingTargets), generation)
   if (groups.failing.length > 0) return condition('Synced', false, 'Failing', `${groups.failing.length} of ${state.sinks.length} sinks failing`, generation)
   if (state.pending) {
-    return condition('Synced', false, 'Pending', `a change waits for the ${formatDuration(c.debounceMs)} debounce; checksum and itemCount are the last export's`, generation)
+    const message = `a change waits for the ${formatDuration(c.debounceMs)} debounce; checksum and itemCount are the last export's`
+    return condition('Synced', false, 'Pending', message, generation)
   }
   if (groups.pending.length > 0) return condition('Synced', false, 'Pending', `${groups.pending.length} of ${state.sinks.length} sinks pending`, generation)
   if (groups.reviewing.length > 0) {
     const requests = groups.reviewing.map((s) => `${s.namespace}/${s.name} ${s.reviewUrl ?? ''}`.trim()).join(', ')
     return condition('Synced', false, 'AwaitingReview', `${groups.reviewing.length} of ${state.sinks.length} sinks await review: ${requests}`, generation)
   }
-  if (groups.unverified.length > 0) return condition('Synced', false, 'Unverified', `${groups.unverified.length} of ${state.sinks.length} sinks cannot be checked for drift; the checks are retried`, generation)
-  if (groups.drifted.length > 0) return condition('Synced', false, 'Drifted', `${groups.drifted.length} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
+  if (groups.unverified.length > 0) return condition('Synced', false, 'Unverified',
+    `${groups.unverified.length} of ${state.sinks.length} sinks cannot be checked for drift; the checks are retried`, generation)
+  if (groups.drifted.length > 0) return condition('Synced', false, 'Drifted',
+    `${groups.drifted.length} of ${state.sinks.length} sinks hold changes made outside Kollect (drift policy Report)`, generation)
   // Synced=True only where a sink holds the export: never "exported to 0 sinks".
   if (state.sinks.length === 0) return condition('Synced', false, 'NoSinks', noSinksMessage(composed.problems), generation)
   return condition('Synced', true, 'Exported', `${state.itemCount} items exported to ${state.sinks.length} sinks`, generation)
@@ -281,7 +290,10 @@ export function resyncAfterSeconds(c: InventoryComposition, state: InventoryExpo
   const settled = !state.pending && state.sinks.every((s) => s.state === 'Synced' || s.state === 'Drifted')
   if (settled) return undefined
   // No known time: a write or a failing sink's retry is running.
-  if (state.nextChangeInMs === undefined) return state.sinks.some((s) => s.state === 'Failing' || s.state === 'Unverified') ? WAITING_RESYNC_SECONDS : IN_FLIGHT_RESYNC_SECONDS
+  if (state.nextChangeInMs === undefined) {
+    const retrying = state.sinks.some((s) => s.state === 'Failing' || s.state === 'Unverified')
+    return retrying ? WAITING_RESYNC_SECONDS : IN_FLIGHT_RESYNC_SECONDS
+  }
   // One second of margin, so the call lands after the timer, not just before it.
   return Math.min(MAX_RESYNC_SECONDS, Math.ceil(state.nextChangeInMs / 1000) + 1)
 }

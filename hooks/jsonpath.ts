@@ -5,7 +5,7 @@ import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
 
 export const MISSING: unique symbol = Symbol('missing')
 
-export type JsonPathProgram = (object: unknown) => unknown | typeof MISSING
+type JsonPathProgram = (object: unknown) => unknown | typeof MISSING
 
 export type JsonPathCompiled = { ok: true; program: JsonPathProgram } | { ok: false; error: CompileError }
 
@@ -56,7 +56,7 @@ const SIMPLE = /^\$(?:\.[A-Za-z_][A-Za-z0-9_]*)+$/
  * truthy value with that own property, so a string's `length` counts too); the parity with the
  * library is tested in test/unit/hooks/jsonpath-names.test.ts.
  */
-export function namesProgram(names: readonly string[]): JsonPathProgram {
+function namesProgram(names: readonly string[]): JsonPathProgram {
   return (object) => {
     let value = object
     for (const name of names) {

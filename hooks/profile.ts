@@ -1,12 +1,12 @@
 import type { AttributeSpec, AttributeType, KollectProfileSpec } from '../api/types.js'
 import { compileCel, type CompileError } from './cel.js'
-import { compileJsonPath, MISSING } from './jsonpath.js'
+import { compileJsonPath } from './jsonpath.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from './limits.js'
 import { createRedactor, type Redactor } from './redact.js'
 
-export const ATTRIBUTE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+const ATTRIBUTE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-export interface CompiledAttribute {
+interface CompiledAttribute {
   name: string
   type?: AttributeType
   optional: boolean
@@ -35,7 +35,8 @@ export function compileProfile(spec: KollectProfileSpec, limits: ExpressionLimit
   const problems: AttributeProblem[] = []
   const attributes: CompiledAttribute[] = []
   if (list.length > limits.maxAttributes) {
-    problems.push({ index: limits.maxAttributes, name: '', field: 'attributes', error: { message: `profile has ${list.length} attributes; the limit is ${limits.maxAttributes}` } })
+    const message = `profile has ${list.length} attributes; the limit is ${limits.maxAttributes}`
+    problems.push({ index: limits.maxAttributes, name: '', field: 'attributes', error: { message } })
   }
   const seen = new Set<string>()
   list.slice(0, limits.maxAttributes).forEach((attr, index) => {
@@ -68,5 +69,3 @@ export function describeProblem(p: AttributeProblem): string {
   const pos = p.error.position === undefined ? '' : ` at position ${p.error.position}`
   return `${where}${label}: ${p.error.message}${pos}`
 }
-
-export { MISSING }

@@ -43,7 +43,10 @@ export interface SyncResponse<S extends object> {
 /** A validated sync body as a SyncRequest: Metacontroller always sends every key; curl users may not. Absent maps are empty. */
 export function syncRequest(body: unknown): SyncRequest {
   const b = body as Partial<SyncRequest>
-  return { controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'], children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true }
+  return {
+    controller: b.controller ?? {}, parent: b.parent as SyncRequest['parent'],
+    children: b.children ?? {}, related: b.related ?? {}, finalizing: b.finalizing === true,
+  }
 }
 
 export function typeKey(group: string | undefined, version: string, kind: string): string {

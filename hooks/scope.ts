@@ -109,7 +109,8 @@ export function scopeNames(scope: EffectiveScope): string {
  */
 export function secretDenial(sink: ObjectRef, ref: SecretRef | undefined, scope: EffectiveScope): string | null {
   if (!ref || scope.secretAllowed(sink.namespace, ref)) return null
-  return `Secret ${secretNamespace(sink.namespace, ref)}/${String(ref.name)} of KollectSink ${sink.namespace}/${sink.name} is not allowed by the scope of namespace ${sink.namespace}${scopeNames(scope)}`
+  return `Secret ${secretNamespace(sink.namespace, ref)}/${String(ref.name)} of KollectSink ${sink.namespace}/${sink.name} ` +
+    `is not allowed by the scope of namespace ${sink.namespace}${scopeNames(scope)}`
 }
 
 function intersect(a: Set<string> | '*', b: Set<string> | '*'): Set<string> | '*' {

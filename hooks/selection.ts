@@ -61,11 +61,15 @@ function describeCompileError(error: CompileError): string {
  * The namespaces a target in namespace `own` asks for as its scope allows them (none for a
  * cluster-scoped kind), then its labels, the scope's kinds and its match policy.
  */
-export function selectionFor(spec: KollectTargetSpec, own: string, scope: EffectiveScope, ctx: SelectionContext): { ok: true; selection: Selection } | { ok: false; problem: SelectionProblem } {
+export function selectionFor(
+  spec: KollectTargetSpec, own: string, scope: EffectiveScope, ctx: SelectionContext,
+): { ok: true; selection: Selection } | { ok: false; problem: SelectionProblem } {
   let policy: CelProgram | undefined
   if (spec.matchPolicy !== undefined) {
     const compiled = compileCel(spec.matchPolicy, ctx.limits)
-    if (!compiled.ok) return { ok: false, problem: { reason: 'InvalidMatchPolicy', message: `spec.matchPolicy: ${describeCompileError(compiled.error)}`, scopeForbids: false } }
+    if (!compiled.ok) {
+      return { ok: false, problem: { reason: 'InvalidMatchPolicy', message: `spec.matchPolicy: ${describeCompileError(compiled.error)}`, scopeForbids: false } }
+    }
     policy = compiled.program
   }
   const clusterScoped = isClusterScoped(spec.resource, ctx.plural)

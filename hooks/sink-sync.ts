@@ -124,7 +124,8 @@ export interface SinkReview {
 export function reviewSink(req: SyncRequest, policy: SinkPolicy): SinkReview {
   const sink = parentRef(req.parent)
   const spec = parentSpec<KollectSinkSpec>(req.parent)
-  return { problems: sinkProblems(spec, policy), secretDenied: secretDenial(sink, spec.secretRef, effectiveScope(sink.namespace, scopesOf(req, sink.namespace))) }
+  const scope = effectiveScope(sink.namespace, scopesOf(req, sink.namespace))
+  return { problems: sinkProblems(spec, policy), secretDenied: secretDenial(sink, spec.secretRef, scope) }
 }
 
 /** Only a valid sink that may use its Secret is checked for reachability. */

@@ -51,7 +51,8 @@ export function finalizeTarget(req: SyncRequest): SyncResponse<TargetStatus> {
  */
 export function abortedTargetSync(parent: KubeObject, reason: 'EvaluationTimeout' | 'ResourceLimit', message: string): SyncResponse<TargetStatus> {
   const generation = parentGeneration(parent)
-  return targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', undefined, [condition('Ready', false, reason, message, generation)], generation)
+  const ready = condition('Ready', false, reason, message, generation)
+  return targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', undefined, [ready], generation)
 }
 
 /**
@@ -71,7 +72,9 @@ export function refusedTargetSync(response: SyncResponse<TargetStatus>, message:
  * must not move backwards, so observedGeneration and checksum are the held report's, every
  * condition is raised to that generation, and Stale says why. The counts are this sync's.
  */
-export function staleTargetSync(response: SyncResponse<TargetStatus>, stale: { message: string; heldGeneration: number; heldChecksum: string }): SyncResponse<TargetStatus> {
+export function staleTargetSync(
+  response: SyncResponse<TargetStatus>, stale: { message: string; heldGeneration: number; heldChecksum: string },
+): SyncResponse<TargetStatus> {
   const generation = Math.max(stale.heldGeneration, response.status.observedGeneration ?? 0)
   const conditions = (response.status.conditions ?? []).map((c): Condition => ({ ...c, observedGeneration: Math.max(c.observedGeneration ?? 0, generation) }))
   conditions.push(condition('Stale', true, 'StaleReportDropped', stale.message, generation))
@@ -84,11 +87,14 @@ export function staleTargetSync(response: SyncResponse<TargetStatus>, stale: { m
  */
 export function staleItemsTargetSync(response: SyncResponse<TargetStatus>, staleItems: number): SyncResponse<TargetStatus> {
   const generation = response.status.observedGeneration ?? 0
-  const message = `${staleItems} ${staleItems === 1 ? 'object was' : 'objects were'} older (metadata.generation) than the exporter's items for them; the newer items were kept`
+  const message = `${staleItems} ${staleItems === 1 ? 'object was' : 'objects were'} older (metadata.generation) than the exporter's items for them; ` +
+    'the newer items were kept'
   const conditions = response.status.conditions ?? []
   const degraded = conditions.find((c) => c.type === 'Degraded')
   const rest = conditions.filter((c) => c !== degraded)
   // One condition per type: an existing Degraded keeps its reason and gains the message.
-  rest.push(degraded ? { ...degraded, message: truncate(`${degraded.message}; ${message}`) } : condition('Degraded', true, 'StaleItemsKept', message, generation))
+  rest.push(degraded
+    ? { ...degraded, message: truncate(`${degraded.message}; ${message}`) }
+    : condition('Degraded', true, 'StaleItemsKept', message, generation))
   return { ...response, status: { ...response.status, conditions: sortConditions(rest) } }
 }

@@ -88,7 +88,9 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   const res = spec.resource
   const resourceStatus = res ? { group: res.group ?? '', version: res.version ?? '', kind: res.kind ?? '', plural: ctx.plural.plural ?? '' } : undefined
   const fail = (reason: string, message: string, report: TargetReport | null = null): TargetSyncResult => ({
-    response: targetResponse({ ...NO_COUNTS, lastError: truncate(message, 256) }, '', resourceStatus, [condition('Ready', false, reason, message, generation)], generation),
+    response: targetResponse(
+      { ...NO_COUNTS, lastError: truncate(message, 256) }, '', resourceStatus, [condition('Ready', false, reason, message, generation)], generation,
+    ),
     report,
   })
 
@@ -104,9 +106,12 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   const scope = effectiveScope(ref.namespace, scopesOf(req, ref.namespace))
   const group = res.group ?? ''
   const uid = req.parent.metadata?.uid
-  const empty = (): TargetReport => ({ target: ref, generation, ...(uid ? { uid } : {}), checksum: itemsChecksum([]), items: [], failedKeys: [], itemGenerations: [] })
+  const empty = (): TargetReport => ({
+    target: ref, generation, ...(uid ? { uid } : {}), checksum: itemsChecksum([]), items: [], failedKeys: [], itemGenerations: [],
+  })
   if (!scope.resourceAllowed(group, res.kind)) {
-    return fail('ScopeResourceDenied', `${res.kind}${group ? '.' + group : ''} is not allowed by the scope of namespace ${ref.namespace}${scopeNames(scope)}`, empty())
+    return fail('ScopeResourceDenied',
+      `${res.kind}${group ? '.' + group : ''} is not allowed by the scope of namespace ${ref.namespace}${scopeNames(scope)}`, empty())
   }
 
   const profileObject = relatedOne(req, PROFILE_KEY, { namespace: ref.namespace, name: spec.profileRef.name })
@@ -125,7 +130,9 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
   // objects: a missing type means that answer was made before the kind existed. It is
   // cached per generation for up to 20 minutes; resyncing until then picks up the new answer.
   if (!Object.hasOwn(req.related ?? {}, key)) {
-    const result = fail('ResourceNotWatched', `Metacontroller does not watch ${res.kind}${group ? '.' + group : ''} for this target: its cached customize answer predates the kind. It asks again within 20 minutes; a spec edit makes it ask now (labels and annotations do not count). The exporter keeps the last items`)
+    const result = fail('ResourceNotWatched', `Metacontroller does not watch ${res.kind}${group ? '.' + group : ''} for this target: ` +
+      'its cached customize answer predates the kind. It asks again within 20 minutes; ' +
+      'a spec edit makes it ask now (labels and annotations do not count). The exporter keeps the last items')
     return { ...result, response: { ...result.response, resyncAfterSeconds: NOT_WATCHED_RESYNC_SECONDS } }
   }
   const objects = related(req, key)
@@ -190,7 +197,8 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       : condition('Ready', true, 'Extracted', `${counts.extractedCount} of ${counts.matchedCount} matched objects extracted`, generation),
   ]
   if (selection.refused.length > 0) {
-    conditions.push(condition('Degraded', true, 'ScopeNamespaceDenied', `namespaces not allowed by scope: ${selection.refused.join(', ')}${scopeNames(scope)}`, generation))
+    const message = `namespaces not allowed by scope: ${selection.refused.join(', ')}${scopeNames(scope)}`
+    conditions.push(condition('Degraded', true, 'ScopeNamespaceDenied', message, generation))
   }
   return {
     response: targetResponse(counts, checksum, resourceStatus, conditions, generation),
@@ -214,7 +222,10 @@ function recordFailure(counts: Counts, key: string, message: string): void {
 
 /** The item with its keys in code-unit order (its attributes come so from extractObject): hashed natively, see api/canonical.ts. */
 function orderedItem(id: Omit<Item, 'attributes'>, attributes: Item['attributes']): Item {
-  return { attributes, group: id.group, kind: id.kind, name: id.name, namespace: id.namespace, target: { name: id.target.name, namespace: id.target.namespace }, uid: id.uid, version: id.version }
+  return {
+    attributes, group: id.group, kind: id.kind, name: id.name, namespace: id.namespace,
+    target: { name: id.target.name, namespace: id.target.namespace }, uid: id.uid, version: id.version,
+  }
 }
 
 function identityOf(object: KubeObject, fallbackVersion: string, target: { namespace: string; name: string }): Omit<Item, 'attributes'> {

@@ -1,10 +1,10 @@
 import type { AttributeType, JsonValue } from '../api/types.js'
 import { ResourceLimitError } from './limits.js'
 
-export class CoercionError extends Error {}
+class CoercionError extends Error {}
 
 /** Deeper values are refused: nobody reads them, and they break structured clone and YAML. */
-export const MAX_VALUE_DEPTH = 64
+const MAX_VALUE_DEPTH = 64
 
 /** Elements plus characters the values of one item may still have, shared by its attributes. */
 export interface ValueBudget {

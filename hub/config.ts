@@ -9,7 +9,7 @@ import { DEFAULT_STREAM, DEFAULT_SUBJECT } from '../sinks/nats/config.js'
 // The hub's configuration file (docs/operations.md#hub-mode). A file, not Kollect resources:
 // docs/design.md#hub-mode says why.
 
-export interface HubSinkConfig {
+interface HubSinkConfig {
   /** Names the sink in logs, metrics and its local data directory. */
   name: string
   /** A KollectSink spec, checked against the CRD schema; git and postgres only. */
@@ -35,12 +35,12 @@ export interface HubConfig {
   sinks: HubSinkConfig[]
 }
 
-export const DEFAULT_DURABLE = 'kollect-hub'
-export const DEFAULT_ACK_WAIT_SECONDS = 600
+const DEFAULT_DURABLE = 'kollect-hub'
+const DEFAULT_ACK_WAIT_SECONDS = 600
 const HUB_SINK_TYPES = new Set(['git', 'postgres'])
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
-export class HubConfigError extends Error {
+class HubConfigError extends Error {
   constructor(file: string, problems: string[]) {
     super(`hub config ${file}: ${problems.join('; ')}`)
     this.name = 'HubConfigError'

@@ -61,7 +61,7 @@ export function inventoryKey(cluster: string, inventory: ObjectRef): string {
  * cluster or inventory is not the one its subject names is refused, so a spoke that may publish
  * only under `<prefix>.<its cluster>.>` cannot write another cluster's data.
  */
-export function checkAddress(prefix: string, allowed: ReadonlySet<string>, msg: StreamMessage): { cluster: string; inventory: ObjectRef } | string {
+function checkAddress(prefix: string, allowed: ReadonlySet<string>, msg: StreamMessage): { cluster: string; inventory: ObjectRef } | string {
   const body = msg.body as { cluster?: unknown; inventory?: { namespace?: unknown; name?: unknown } } | null
   if (!body || typeof body !== 'object' || typeof body.cluster !== 'string' || !body.inventory ||
     typeof body.inventory.namespace !== 'string' || typeof body.inventory.name !== 'string') return 'not a Kollect event'
@@ -77,7 +77,9 @@ export function checkAddress(prefix: string, allowed: ReadonlySet<string>, msg: 
   // Names as the spoke's API server would have them: the hub keys, paths and rows are built from them.
   const clusterProblem = clusterLabelProblem(body.cluster)
   if (clusterProblem) return `cluster ${clusterProblem}`
-  if (!isNamespaceName(inventory.namespace) || !isObjectName(inventory.name)) return `inventory ${JSON.stringify(refKey(inventory).slice(0, 320))} is not a Kubernetes namespace and name`
+  if (!isNamespaceName(inventory.namespace) || !isObjectName(inventory.name)) {
+    return `inventory ${JSON.stringify(refKey(inventory).slice(0, 320))} is not a Kubernetes namespace and name`
+  }
   if (!allowed.has(body.cluster)) return `cluster ${JSON.stringify(body.cluster)} is not in the hub's clusters`
   return { cluster: body.cluster, inventory }
 }

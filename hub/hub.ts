@@ -179,7 +179,9 @@ export class Hub {
       case 'incomplete': {
         const held = this.state[v.key]
         metrics.incomplete.inc({ cluster: held?.cluster ?? '' })
-        log('warn', 'a spoke marker does not match the items the hub holds, even read again from the stream; not exported', { inventory: v.key, expected: v.expected, held: v.got })
+        log('warn', 'a spoke marker does not match the items the hub holds, even read again from the stream; not exported', {
+          inventory: v.key, expected: v.expected, held: v.got,
+        })
         // Acknowledged but not saved: the saved picture stays the last good marker, which the next re-read starts from.
         this.ackPending(v.key)
         await m.ackAck()
@@ -224,12 +226,16 @@ export class Hub {
       onFailedAttempt: (err) => log('warn', 'reading a spoke inventory back from the stream failed; retrying', { inventory: key, error: err.message }),
     })
     const text = new TextDecoder()
-    for (const r of read) applyMessage(picture, config.nats.subject, this.allowed, { subject: r.subject, seq: r.seq, time: r.time, body: parseBody(text.decode(r.data)) })
+    for (const r of read) {
+      applyMessage(picture, config.nats.subject, this.allowed, { subject: r.subject, seq: r.seq, time: r.time, body: parseBody(text.decode(r.data)) })
+    }
     const verdict = applyMessage(picture, config.nats.subject, this.allowed, msg)
     // Counted in the saved picture, so the hub's document says so after a restart too.
     this.state[key] = { ...(picture[key] as HeldInventory), rereads: Math.max(held.rereads ?? 0, base?.rereads ?? 0) + 1 }
     metrics.rereads.inc({ cluster: held.cluster })
-    log('info', 'a spoke marker did not match the items the hub held; re-read the inventory from its last good marker', { inventory: key, from: after + 1, to: msg.seq, messages: read.length, result: verdict.kind })
+    log('info', 'a spoke marker did not match the items the hub held; re-read the inventory from its last good marker', {
+      inventory: key, from: after + 1, to: msg.seq, messages: read.length, result: verdict.kind,
+    })
     return verdict
   }
 
@@ -256,7 +262,8 @@ export class Hub {
         try {
           await retryUntilDone(() => d.finalize(cluster), {
             policy, signal: this.abort.signal,
-            onFailedAttempt: (err, attempt) => log('warn', 'hub sink removal failed; retrying', { sink: d.ref.name, inventory: key, attempt, error: err.message }),
+            onFailedAttempt: (err, attempt) =>
+              log('warn', 'hub sink removal failed; retrying', { sink: d.ref.name, inventory: key, attempt, error: err.message }),
           })
           break
         } catch (err) {

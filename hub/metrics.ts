@@ -28,9 +28,28 @@ export function createHubMetrics(now: () => number = Date.now): HubMetrics {
   return {
     registry,
     lastMarker,
-    refused: new Counter({ name: 'kollect_hub_messages_refused_total', help: 'Spoke messages the hub refused: a cluster not in its list, a body that does not match its subject, or not a Kollect event.', registers: [registry] }),
-    incomplete: new Counter({ name: 'kollect_hub_incomplete_snapshots_total', help: 'Spoke markers whose checksum the items the hub holds do not give (not exported), by cluster.', labelNames: ['cluster'] as const, registers: [registry] }),
-    rereads: new Counter({ name: 'kollect_hub_rereads_total', help: 'Spoke inventories re-read from the stream, from their last good marker, after a marker whose checksum the held items did not give, by cluster.', labelNames: ['cluster'] as const, registers: [registry] }),
-    exports: new Counter({ name: 'kollect_hub_exports_total', help: 'Hub sink write attempts, by sink and result (success|failure).', labelNames: ['sink', 'result'] as const, registers: [registry] }),
+    refused: new Counter({
+      name: 'kollect_hub_messages_refused_total',
+      help: 'Spoke messages the hub refused: a cluster not in its list, a body that does not match its subject, or not a Kollect event.',
+      registers: [registry],
+    }),
+    incomplete: new Counter({
+      name: 'kollect_hub_incomplete_snapshots_total',
+      help: 'Spoke markers whose checksum the items the hub holds do not give (not exported), by cluster.',
+      labelNames: ['cluster'] as const,
+      registers: [registry],
+    }),
+    rereads: new Counter({
+      name: 'kollect_hub_rereads_total',
+      help: 'Spoke inventories re-read from the stream, from their last good marker, after a marker whose checksum the held items did not give, by cluster.',
+      labelNames: ['cluster'] as const,
+      registers: [registry],
+    }),
+    exports: new Counter({
+      name: 'kollect_hub_exports_total',
+      help: 'Hub sink write attempts, by sink and result (success|failure).',
+      labelNames: ['sink', 'result'] as const,
+      registers: [registry],
+    }),
   }
 }

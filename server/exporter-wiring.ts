@@ -47,7 +47,8 @@ export async function drainExporter(exporter: Exporter, graceMs: number, logger:
   if (saved > 0) logger.warn({ inventories: saved, graceMs, settled }, 'exports still pending at shutdown were saved; the next start resumes them')
   // Never "saved" when the write failed: the operator must know these wait for a resync instead.
   if (failed > 0) {
-    logger.error({ inventories: failed, graceMs, settled, error }, 'exports still pending at shutdown could not be saved to the journal and are lost here; the targets\' next resync exports them again')
+    logger.error({ inventories: failed, graceMs, settled, error },
+      'exports still pending at shutdown could not be saved to the journal and are lost here; the targets\' next resync exports them again')
   }
   await exporter.close()
 }
@@ -56,7 +57,9 @@ export async function drainExporter(exporter: Exporter, graceMs: number, logger:
  * With leader election on, the exporter starts as a standby and writes only while it holds the
  * Lease; null when it is off. Gaining the lease resumes the journal's pending exports first.
  */
-export function electLeader(exporter: Exporter, config: Config, logger: Logger, metrics: Metrics, env: Record<string, string | undefined> = process.env): LeaderElector | null {
+export function electLeader(
+  exporter: Exporter, config: Config, logger: Logger, metrics: Metrics, env: Record<string, string | undefined> = process.env,
+): LeaderElector | null {
   const settings = config.leaderElection
   if (!settings) return null
   const kc = loadKubeConfig(env)

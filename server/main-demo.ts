@@ -33,7 +33,10 @@ type AnyStatus = Partial<TargetStatus & InventoryStatus & ProfileStatus & SinkSt
 const COUNTS = ['matchedCount', 'extractedCount', 'failedCount', 'itemCount', 'attributeCount'] as const
 
 async function send(route: string, example: string): Promise<void> {
-  const res = await app.inject({ method: 'POST', url: route, headers: { 'content-type': 'application/json', ...authHeader(config.hookAuth) }, payload: readFileSync(path.join(root, 'examples', 'requests', `${example}.json`)) })
+  const res = await app.inject({
+    method: 'POST', url: route, headers: { 'content-type': 'application/json', ...authHeader(config.hookAuth) },
+    payload: readFileSync(path.join(root, 'examples', 'requests', `${example}.json`)),
+  })
   const body = res.json() as { status?: AnyStatus }
   console.log(`POST ${route} (${example}) → ${res.statusCode} ${body.status ? summary(body.status) : JSON.stringify(body).slice(0, 160)}`)
 }

@@ -13,7 +13,10 @@ const exporter = createExporter(config, logger, metrics)
 // standby resumes them when it gains the lease).
 await exporter.restorePending()
 const elector = electLeader(exporter, config, logger, metrics)
-const app = await buildExporterApp({ exporter, ready: () => exporter.isActive, auth: config.hookAuth, bodyLimit: config.hookBodyLimit, reportBodyLimit: reportBodyLimit(exporter.budgetBytes.namespace), maxJsonDepth: config.limits.maxJsonDepth, logger, metrics })
+const app = await buildExporterApp({
+  exporter, ready: () => exporter.isActive, auth: config.hookAuth, bodyLimit: config.hookBodyLimit,
+  reportBodyLimit: reportBodyLimit(exporter.budgetBytes.namespace), maxJsonDepth: config.limits.maxJsonDepth, logger, metrics,
+})
 await app.listen({ port: config.exporterPort, host: config.exporterHost })
 // The lease is released after the drain, so no standby writes while this one still does.
 onShutdown(logger, [app], async () => {

@@ -15,8 +15,12 @@ const metrics = createMetrics('hooks')
 const leader = httpExporterClient(config.exporterUrl, config.hookAuth)
 // With a standby exporter every replica gets the state-carrying calls (docs/design.md, Topology).
 const exporter = config.exporterPeers
-  ? fanOutExporterClient({ leader, peers: peerUrls(parsePeers(config.exporterPeers)), auth: config.hookAuth, logger, metrics, maxPending: config.maxInflightRequests })
+  ? fanOutExporterClient({
+    leader, peers: peerUrls(parsePeers(config.exporterPeers)), auth: config.hookAuth, logger, metrics, maxPending: config.maxInflightRequests,
+  })
   : leader
-const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(loadKubeConfig()), ready: () => exporter.ping(), moreMetrics: () => exporter.metrics() })
+const app = await buildHooksApp({
+  config, logger, metrics, exporter, resolvePlural: createPluralResolver(loadKubeConfig()), ready: () => exporter.ping(), moreMetrics: () => exporter.metrics(),
+})
 await app.listen({ port: config.port, host: config.host })
 onShutdown(logger, [app])

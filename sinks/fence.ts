@@ -38,7 +38,8 @@ export const NO_FENCE: WriteFence = { token: undefined, check: () => undefined }
 export function refuseOlder(fence: WriteFence, held: FencingToken | undefined, store: string): void {
   const ours = fence.token
   if (!ours || !held || held.lease !== ours.lease || held.epoch <= ours.epoch) return
-  throw new FencedError(`${store} was written by a later leader (lease epoch ${held.epoch}, this exporter's is ${ours.epoch}); this exporter writes nothing more`)
+  throw new FencedError(`${store} was written by a later leader (lease epoch ${held.epoch}, this exporter's is ${ours.epoch}); ` +
+    'this exporter writes nothing more')
 }
 
 /** A token read back from a store, or undefined when absent or malformed. */

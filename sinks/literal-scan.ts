@@ -56,7 +56,12 @@ export class LiteralMatcher {
   constructor(literals: readonly string[]) {
     // Symbol 0 is every character no literal contains.
     let width = 1
-    for (const literal of literals) for (let i = 0; i < literal.length; i++) if (this.symbolOf[literal.charCodeAt(i)] === 0) this.symbolOf[literal.charCodeAt(i)] = width++
+    for (const literal of literals) {
+      for (let i = 0; i < literal.length; i++) {
+        const code = literal.charCodeAt(i)
+        if (this.symbolOf[code] === 0) this.symbolOf[code] = width++
+      }
+    }
     this.width = width
     this.rootNext = new Int32Array(width)
     const capacity = 1 + literals.reduce((n, l) => n + l.length, 0)

@@ -77,7 +77,7 @@ const MIN_DERIVED_LENGTH = 6
  * part of any base64 text that encodes the value whatever surrounds it, at each of the three
  * byte alignments.
  */
-export function secretForms(value: string, users: readonly string[] = []): string[] {
+function secretForms(value: string, users: readonly string[] = []): string[] {
   const out = new Set<string>([value])
   try {
     out.add(encodeURIComponent(value))

@@ -1,4 +1,4 @@
-import type { Item, ObjectRef, Snapshot } from '../api/types.js'
+import type { ObjectRef, Snapshot } from '../api/types.js'
 import type { WriteFence } from './fence.js'
 
 /** What one export changed in a sink; a retry of the same snapshot reports all zeros. */
@@ -62,5 +62,3 @@ export class SinkError extends Error {
 export function emptyResult(): WriteResult {
   return { added: 0, changed: 0, removed: 0 }
 }
-
-export type { Item }

@@ -22,7 +22,7 @@ interface Env { path?: string; realPath?: string }
 const PAGE = /\.(md|html)$/
 
 /** A relative link to a non-page file, or to anything outside docs/: its repository path, or undefined. */
-export function repoTarget(href: string, fromFile: string, opts: Pick<RepoLinkOptions, 'repoRoot' | 'docsDir'>): { file: string; outside: boolean } | undefined {
+function repoTarget(href: string, fromFile: string, opts: Pick<RepoLinkOptions, 'repoRoot' | 'docsDir'>): { file: string; outside: boolean } | undefined {
   if (href === '' || href.startsWith('#') || href.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(href)) return undefined
   const target = href.replace(/[?#].*$/, '')
   if (target === '') return undefined
@@ -33,14 +33,14 @@ export function repoTarget(href: string, fromFile: string, opts: Pick<RepoLinkOp
 }
 
 /** The repository host's address of a repository file or folder, keeping the link's anchor. */
-export function repoUrlFor(file: string, href: string, opts: RepoLinkOptions): string {
+function repoUrlFor(file: string, href: string, opts: RepoLinkOptions): string {
   const kind = existsSync(path.join(opts.repoRoot, file)) && statSync(path.join(opts.repoRoot, file)).isDirectory() ? 'tree' : 'blob'
   const hash = href.includes('#') ? href.slice(href.indexOf('#')) : ''
   return `${opts.repoUrl}/${kind}/${opts.branch}/${file}${hash}`
 }
 
 /** A link to a page that rewrites serve elsewhere (adr/README.md → adr/index.md), pointed there. */
-export function rewrittenHref(href: string, fromFile: string, opts: Pick<RepoLinkOptions, 'docsDir' | 'rewrites'>): string | undefined {
+function rewrittenHref(href: string, fromFile: string, opts: Pick<RepoLinkOptions, 'docsDir' | 'rewrites'>): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:/i.test(href) || href.startsWith('#')) return undefined
   const target = href.replace(/[?#].*$/, '')
   if (!target.endsWith('.md')) return undefined

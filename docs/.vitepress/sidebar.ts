@@ -34,7 +34,7 @@ const GROUPS: { text: string; pages: Page[] }[] = [
 ]
 
 /** The site path of a docs/ file: adr/README.md is the ADR section's index. */
-export function pageLink(file: string): string {
+function pageLink(file: string): string {
   return '/' + file.replace(/(^|\/)(README|index)\.md$/, '$1').replace(/\.md$/, '')
 }
 
@@ -44,7 +44,7 @@ export function rewrites(docsDir: string): Record<string, string> {
 }
 
 /** A page's first level-one heading, else its file name. */
-export function pageTitle(file: string): string {
+function pageTitle(file: string): string {
   const heading = /^# +(.+)$/m.exec(readFileSync(file, 'utf8'))
   return heading?.[1]?.trim() ?? path.basename(file, '.md')
 }
@@ -72,9 +72,4 @@ export function sidebar(docsDir: string): DefaultTheme.SidebarItem[] {
     })
   }
   return groups.filter((g) => (g.items?.length ?? 0) > 0 || g.link !== undefined)
-}
-
-/** Every link in a sidebar, depth first. */
-export function sidebarLinks(items: DefaultTheme.SidebarItem[]): string[] {
-  return items.flatMap((i) => [...(i.link ? [i.link] : []), ...sidebarLinks(i.items ?? [])])
 }

@@ -12,7 +12,7 @@ import { SinkError, type Credentials } from '../../sinks/sink.js'
 export type CredentialReader = (sink: ResolvedSink) => Promise<Credentials>
 
 /** Resolves when the sink may still use its Secret; throws the refusal (a SinkError) when not. */
-export type GrantCheck = (sink: ResolvedSink) => Promise<void>
+type GrantCheck = (sink: ResolvedSink) => Promise<void>
 
 /**
  * A sink's Secret, read once when the sink is built, and its grant, looked up again before every
@@ -59,7 +59,8 @@ const DNS_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
 function envPart(what: string, value: string): string {
   const part = value.toUpperCase().replace(/[-.]/g, '_')
   if (!DNS_NAME.test(value) || part.includes('__')) {
-    throw new SinkError(`Secret ${what} ${JSON.stringify(value)} has no unambiguous environment variable: it must be a lower-case DNS name without "--", "-.", ".-" or ".."`, { retriable: false })
+    throw new SinkError(`Secret ${what} ${JSON.stringify(value)} has no unambiguous environment variable: ` +
+      'it must be a lower-case DNS name without "--", "-.", ".-" or ".."', { retriable: false })
   }
   return part
 }
@@ -76,7 +77,8 @@ export function secretEnvName(namespace: string, secretName: string, key: string
 function localRefusal(sink: ResolvedSink): SinkError | null {
   const at = secretLocation(sink)
   if (!at?.foreign) return null
-  return new SinkError(`ScopeSecretDenied: Secret ${at.namespace}/${at.name} of KollectSink ${sink.namespace}/${sink.name} is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace`, { retriable: false })
+  return new SinkError(`ScopeSecretDenied: Secret ${at.namespace}/${at.name} of KollectSink ${sink.namespace}/${sink.name} is in another namespace; ` +
+    'without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace', { retriable: false })
 }
 
 /** Local mode: every KOLLECT_SECRET_<NAMESPACE>__<NAME>__* variable is one key of that Secret. */
@@ -93,7 +95,9 @@ export function envCredentials(env: Record<string, string | undefined> = process
     }
     // Keys are case-sensitive in Secrets; offer the common spellings.
     if (out['database_url'] !== undefined) out['DATABASE_URL'] = out['database_url']
-    if (Object.keys(out).length === 0) throw new SinkError(`Secret ${at.namespace}/${at.name}: no ${prefix}* environment variables are set`, { retriable: true })
+    if (Object.keys(out).length === 0) {
+      throw new SinkError(`Secret ${at.namespace}/${at.name}: no ${prefix}* environment variables are set`, { retriable: true })
+    }
     return out
   }
 }
@@ -118,7 +122,7 @@ export interface ClusterReads {
   secret(namespace: string, name: string): Promise<Record<string, string>>
 }
 
-export function kubeReads(kc: k8s.KubeConfig): ClusterReads {
+function kubeReads(kc: k8s.KubeConfig): ClusterReads {
   const core = kc.makeApiClient(k8s.CoreV1Api)
   const custom = kc.makeApiClient(k8s.CustomObjectsApi)
   return {

@@ -47,6 +47,7 @@ export function createPluralResolver(kc: k8s.KubeConfig | null): PluralResolver 
     const known = wellKnownPlural(resource)
     if (known) return { plural: known, source: 'well-known', namespaced: wellKnownNamespaced(resource) }
     const discoveryError = typeof found === 'string' ? found : ''
-    return { plural: null, source: 'unresolved', message: `cannot resolve the plural of ${resource.kind} in ${apiVersion}${discoveryError ? ` (${discoveryError})` : ''}; set spec.resource.plural` }
+    const message = `cannot resolve the plural of ${resource.kind} in ${apiVersion}${discoveryError ? ` (${discoveryError})` : ''}; set spec.resource.plural`
+    return { plural: null, source: 'unresolved', message }
   }
 }

@@ -116,7 +116,8 @@ export class LeaderElector {
       if (this.stopped) return
       this.callbacks.onRenewed?.(lastRenew, this.token)
       this.leading = true
-      this.logger.info({ lease: `${this.settings.namespace}/${this.settings.name}`, identity: this.settings.identity }, 'acquired the lease: this exporter writes to sinks')
+      const lease = `${this.settings.namespace}/${this.settings.name}`
+      this.logger.info({ lease, identity: this.settings.identity }, 'acquired the lease: this exporter writes to sinks')
       this.callbacks.onStartedLeading()
       // Renew: give up when a renewal has not succeeded for renewDeadline.
       while (!this.stopped) {

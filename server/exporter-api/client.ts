@@ -12,7 +12,9 @@ export type StateCall = 'reportTarget' | 'removeTarget' | 'applyInventory' | 'fi
  * One exporter replica's API, each answer with the replica's role. A state call may carry its
  * argument already serialised (`body`), so a fan-out serialises a large report once for every replica.
  */
-export type RoleAwareClient = { [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0], body?: string) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>> } & {
+export type RoleAwareClient = {
+  [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0], body?: string) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>>
+} & {
   checkSink: ExporterClient['checkSink']
   ping(): Promise<boolean>
   metrics(): Promise<string>
@@ -39,7 +41,9 @@ export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeout
     const res = await post(EXPORTER_ROUTES.reportTarget, body)
     if (res.status === 413) {
       const reason = (JSON.parse(res.text) as { message?: string }).message
-      return { value: { accepted: false, reason: 'ResourceLimit', message: `the exporter refused a report of ${r.items.length} items (${Buffer.byteLength(body)} bytes of JSON): ${reason}; split the target or trim the profile` }, role: res.role }
+      const message = `the exporter refused a report of ${r.items.length} items (${Buffer.byteLength(body)} bytes of JSON): ${reason}; ` +
+        'split the target or trim the profile'
+      return { value: { accepted: false, reason: 'ResourceLimit', message }, role: res.role }
     }
     if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
     return { value: reportResultOf(JSON.parse(res.text) as Record<string, unknown>), role: res.role }
@@ -88,7 +92,10 @@ function reportResultOf(r: Record<string, unknown>): ReportResult {
     return Number.isInteger(staleItems) && staleItems > 0 ? { accepted: true, staleItems } : { accepted: true }
   }
   if (r['reason'] === 'Stale') {
-    return { accepted: false, reason: 'Stale', message: String(r['message']), heldGeneration: Number(r['heldGeneration']) || 0, heldChecksum: String(r['heldChecksum'] ?? '') }
+    return {
+      accepted: false, reason: 'Stale', message: String(r['message']),
+      heldGeneration: Number(r['heldGeneration']) || 0, heldChecksum: String(r['heldChecksum'] ?? ''),
+    }
   }
   return { accepted: false, reason: 'ResourceLimit', message: String(r['message']) }
 }

@@ -92,7 +92,10 @@ export function fanOutExporterClient(deps: FanOutDeps): HttpExporterClient {
   const clients = new Map<string, Peer>()
   const peerOf = (url: string) => {
     let peer = clients.get(url)
-    if (!peer) clients.set(url, peer = { client: roleAwareExporterClient(url, deps.auth, deps.timeoutMs), role: 'unknown', pending: 0, failures: 0, downUntil: 0 })
+    if (!peer) {
+      peer = { client: roleAwareExporterClient(url, deps.auth, deps.timeoutMs), role: 'unknown', pending: 0, failures: 0, downUntil: 0 }
+      clients.set(url, peer)
+    }
     return peer
   }
   const missed = (url: string, peer: Peer, call: StateCall, error: string) => {

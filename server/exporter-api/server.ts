@@ -54,8 +54,9 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
     if (!request.is404 && !isOpenRoute(request)) void reply.header(EXPORTER_ROLE_HEADER, (deps.ready?.() ?? true) ? 'active' : 'standby')
   })
   app.setErrorHandler((error: Error & { code?: string; statusCode?: number; validation?: unknown }, request, reply) => {
+    const tooLarge = () => new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(request.routeOptions.bodyLimit ?? deps.bodyLimit))
     const known = error instanceof KollectError ? error
-      : error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new KollectError('KOLLECT_ERR_HOOK_BODY_TOO_LARGE', String(request.routeOptions.bodyLimit ?? deps.bodyLimit))
+      : error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? tooLarge()
         : error.validation ? new KollectError('KOLLECT_ERR_EXPORTER_BAD_REQUEST', error.message)
           : null
     const status = known ? known.statusCode : error.statusCode && error.statusCode < 500 ? error.statusCode : 500
@@ -64,11 +65,16 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   })
   const e = deps.exporter
   const composition = inventoryCompositionSchema()
-  app.post<{ Body: TargetReport }>(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn', bodyLimit: deps.reportBodyLimit, schema: { body: targetReportSchema } }, async (req) => e.reportTarget(req.body))
-  app.post<{ Body: ObjectRef & { uid?: string } }>(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn', schema: { body: removedTargetSchema } }, async (req) => { await e.removeTarget(req.body); return {} })
-  app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn', schema: { body: composition } }, async (req) => e.applyInventory(req.body))
-  app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn', schema: { body: composition } }, async (req) => e.finalizeInventory(req.body))
-  app.post<{ Body: ResolvedSink }>(EXPORTER_ROUTES.checkSink, { logLevel: 'warn', schema: { body: resolvedSinkSchema() } }, async (req) => e.checkSink(req.body))
+  app.post<{ Body: TargetReport }>(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn', bodyLimit: deps.reportBodyLimit, schema: { body: targetReportSchema } },
+    async (req) => e.reportTarget(req.body))
+  app.post<{ Body: ObjectRef & { uid?: string } }>(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn', schema: { body: removedTargetSchema } },
+    async (req) => { await e.removeTarget(req.body); return {} })
+  app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn', schema: { body: composition } },
+    async (req) => e.applyInventory(req.body))
+  app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.finalizeInventory, { logLevel: 'warn', schema: { body: composition } },
+    async (req) => e.finalizeInventory(req.body))
+  app.post<{ Body: ResolvedSink }>(EXPORTER_ROUTES.checkSink, { logLevel: 'warn', schema: { body: resolvedSinkSchema() } },
+    async (req) => e.checkSink(req.body))
   app.get('/healthz', QUIET_ROUTE, async () => ({ status: 'ok' }))
   // A standby is alive and takes reports, but it is not the exporter that writes.
   app.get('/readyz', QUIET_ROUTE, async (_request, reply) => {

@@ -25,7 +25,11 @@ export type FromChild =
   | { type: 'ready' }
   | { type: 'parsed'; id: number; parent: { metadata?: unknown; spec?: unknown } }
   /** claimed: set when the parsed namespace is not the one the sync queued under (null: none parsed). */
-  | { type: 'bad'; id: number; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string; claimed?: string | null }
+  | {
+    type: 'bad'; id: number
+    code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'
+    message: string; claimed?: string | null
+  }
   | { type: 'done'; id: number; phases: ChildPhases }
   | { type: 'failed'; id: number; message: string }
 
@@ -43,7 +47,9 @@ function parentSummary(parent: SyncRequest['parent']): { metadata: Record<string
   const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
   return {
     metadata: { name: str(m.name), namespace: str(m.namespace), uid: str(m.uid), generation: typeof m.generation === 'number' ? m.generation : undefined },
-    spec: r && typeof r === 'object' ? { resource: { group: str(r['group']), version: str(r['version']), kind: str(r['kind']), plural: str(r['plural']) } } : {},
+    spec: r && typeof r === 'object'
+      ? { resource: { group: str(r['group']), version: str(r['version']), kind: str(r['kind']), plural: str(r['plural']) } }
+      : {},
   }
 }
 
@@ -53,12 +59,26 @@ function parentSummary(parent: SyncRequest['parent']): { metadata: Record<string
  * otherwise land on the first real sync and its deadline.
  */
 function warmUp(): void {
-  const meta = (kind: string, name: string) => ({ apiVersion: 'kollect.dev/v1alpha1', kind, metadata: { name, namespace: 'warm-up', uid: name, generation: 1 } })
-  const profile = { ...meta('KollectProfile', 'p'), spec: { attributes: [{ name: 'a', cel: "object.metadata.name + ''", type: 'string' }, { name: 'b', jsonPath: '$.metadata.name' }] } }
-  const parent = { ...meta('KollectTarget', 't'), spec: { resource: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }, profileRef: { name: 'p' }, matchPolicy: "object.metadata.name != ''" } }
+  const meta = (kind: string, name: string) => ({
+    apiVersion: 'kollect.dev/v1alpha1', kind, metadata: { name, namespace: 'warm-up', uid: name, generation: 1 },
+  })
+  const profile = {
+    ...meta('KollectProfile', 'p'),
+    spec: { attributes: [{ name: 'a', cel: "object.metadata.name + ''", type: 'string' }, { name: 'b', jsonPath: '$.metadata.name' }] },
+  }
+  const parent = {
+    ...meta('KollectTarget', 't'),
+    spec: {
+      resource: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }, profileRef: { name: 'p' }, matchPolicy: "object.metadata.name != ''",
+    },
+  }
   const object = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'warm-up', uid: 'c' } }
   syncTarget(
-    { controller: {}, parent, children: {}, related: { 'KollectProfile.kollect.dev/v1alpha1': { 'warm-up/p': profile }, 'ConfigMap.v1': { 'warm-up/c': object } }, finalizing: false },
+    {
+      controller: {}, parent, children: {},
+      related: { 'KollectProfile.kollect.dev/v1alpha1': { 'warm-up/p': profile }, 'ConfigMap.v1': { 'warm-up/c': object } },
+      finalizing: false,
+    },
     { plural: { plural: 'configmaps', source: 'spec' } },
   )
 }

@@ -6,7 +6,7 @@
 // that parses as another namespace (a duplicate key: JSON.parse keeps the last, this the first).
 
 /** How far into the body the scan looks; managedFields and annotations come before namespace. */
-export const SNIFF_LIMIT = 256 * 1024
+const SNIFF_LIMIT = 256 * 1024
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c

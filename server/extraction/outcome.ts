@@ -29,7 +29,7 @@ export interface JobInfo {
 export type StopReason = 'EvaluationTimeout' | 'ResourceLimit'
 
 /** Where a sync's time went, in milliseconds: the child's phases, the pipe both ways and the result's parse here. */
-export interface PoolPhases extends ChildPhases {
+interface PoolPhases extends ChildPhases {
   handOff: number
   resultParse: number
 }

@@ -6,7 +6,7 @@ import type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js
 import { FairQueue } from './queue.js'
 import { assignRole, sendToSlot, spawnSlot, stopSlot, type Slot as ChildSlot } from './slot.js'
 
-export type { JobInfo, PoolOptions, PoolOutcome, PoolPhases, StopReason } from './outcome.js'
+export type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js'
 
 /** A queued sync is refused once less than this share of its budget is left. */
 export const MIN_BUDGET_SHARE = 0.25
@@ -128,7 +128,8 @@ export class ExtractPool {
       const index = slot ? this.slots.indexOf(slot) : -1
       if (slot && index >= 0) {
         void stopSlot(slot)
-        this.replace(slot, index, { kind: 'busy', message: 'its reserve extraction process was taken back for a namespace with a record of short syncs' }, 0, false)
+        const message = 'its reserve extraction process was taken back for a namespace with a record of short syncs'
+        this.replace(slot, index, { kind: 'busy', message }, 0, false)
       }
     }
   }

@@ -4,7 +4,7 @@ const SLOWEST_HALF_LIFE_MS = 30_000
  * Namespaces whose record is kept. Any name can be claimed in a body, so the records are bounded;
  * past the bound the namespace that synced least recently is forgotten and is a newcomer again.
  */
-export const MAX_RECORDS = 1024
+const MAX_RECORDS = 1024
 
 /** What the queue needs of a sync: the namespace that queues it, and when it started running. */
 export interface QueuedSync {

@@ -11,7 +11,7 @@ export function authorized(header: string | undefined, auth: HookAuth): boolean 
 }
 
 /** Constant-time bearer check; hashing first makes the comparison length-independent too. */
-export function bearerMatches(header: string | undefined, token: string): boolean {
+function bearerMatches(header: string | undefined, token: string): boolean {
   if (token === '') return false
   if (typeof header !== 'string' || !header.startsWith('Bearer ')) return false
   const given = createHash('sha256').update(header.slice(7)).digest()

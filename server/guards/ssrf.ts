@@ -22,7 +22,8 @@ export function blockedAddress(ip: string): string | null {
     if (((g[0] as number) & 0xffc0) === 0xfe80) return 'a link-local address'
     if (g[0] === 0xfd00 && g[1] === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && g[7] === 0x254) return 'a metadata address'
     // IPv4 inside IPv6: mapped (::ffff:a.b.c.d, also written ::ffff:7f00:1), compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d).
-    const embedded = (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) || (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0))
+    const embedded = (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) ||
+      (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0))
     if (embedded) return blockedAddress(`${(g[6] as number) >> 8}.${(g[6] as number) & 255}.${(g[7] as number) >> 8}.${(g[7] as number) & 255}`)
     return null
   }
@@ -44,7 +45,7 @@ function ipv6Groups(ip: string): number[] {
   return groups.map((x) => parseInt(x, 16))
 }
 
-export function hostOf(url: string): string | null {
+function hostOf(url: string): string | null {
   try {
     const u = new URL(url)
     return u.hostname.replace(/^\[|\]$/g, '') || null

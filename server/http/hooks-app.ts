@@ -27,7 +27,10 @@ export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as FastifyBaseLogger,
     logController: new QuietProbes(),
     bodyLimit: 1024 * 1024,
-    genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : randomUUID()),
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && given.length <= 128 ? given : randomUUID()
+    },
     ...HTTP_TIMEOUTS,
     // Plain ajv for the envelope: no coercion, so a wrong type is a 400, not silently fixed.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },

@@ -59,8 +59,8 @@ export interface LeaseSettings {
 }
 
 /** Sized to the chart's exporter memory limit (1 GiB); the arithmetic is in docs/operations.md#sizing. */
-export const DEFAULT_ITEM_BUDGET_BYTES = 128 * 1024 * 1024
-export const DEFAULT_NAMESPACE_SHARE = 0.25
+const DEFAULT_ITEM_BUDGET_BYTES = 128 * 1024 * 1024
+const DEFAULT_NAMESPACE_SHARE = 0.25
 
 type Env = Record<string, string | undefined>
 
@@ -105,9 +105,12 @@ function leaderElection(env: Env): LeaseSettings | null {
     renewDeadlineMs: int(env, 'KOLLECT_LEASE_RENEW_DEADLINE_MS', 10_000),
     retryPeriodMs: int(env, 'KOLLECT_LEASE_RETRY_PERIOD_MS', 2_000),
   }
-  if (settings.durationMs % 1000 !== 0 || settings.durationMs === 0) throw new Error(`KOLLECT_LEASE_DURATION_MS must be a positive whole number of seconds (the Lease holds seconds), got ${settings.durationMs}`)
+  if (settings.durationMs % 1000 !== 0 || settings.durationMs === 0) {
+    throw new Error(`KOLLECT_LEASE_DURATION_MS must be a positive whole number of seconds (the Lease holds seconds), got ${settings.durationMs}`)
+  }
   if (!(settings.durationMs > settings.renewDeadlineMs && settings.renewDeadlineMs > settings.retryPeriodMs * 1.2 && settings.retryPeriodMs > 0)) {
-    throw new Error(`the lease settings need KOLLECT_LEASE_DURATION_MS > KOLLECT_LEASE_RENEW_DEADLINE_MS > 1.2 × KOLLECT_LEASE_RETRY_PERIOD_MS > 0, got ${settings.durationMs}, ${settings.renewDeadlineMs}, ${settings.retryPeriodMs}`)
+    throw new Error('the lease settings need KOLLECT_LEASE_DURATION_MS > KOLLECT_LEASE_RENEW_DEADLINE_MS > 1.2 × KOLLECT_LEASE_RETRY_PERIOD_MS > 0, ' +
+      `got ${settings.durationMs}, ${settings.renewDeadlineMs}, ${settings.retryPeriodMs}`)
   }
   return settings
 }
@@ -156,7 +159,9 @@ function hookAuth(env: Env, host: string, loopbackDefault: 'none' | undefined): 
     return { mode: 'none', reason: 'KOLLECT_HOOK_AUTH=none' }
   }
   if (token !== null) return { mode: 'token', token }
-  if (mode === undefined && loopbackDefault === 'none' && isLoopbackHost(host)) return { mode: 'none', reason: `the default for a local run listening on ${host} only` }
+  if (mode === undefined && loopbackDefault === 'none' && isLoopbackHost(host)) {
+    return { mode: 'none', reason: `the default for a local run listening on ${host} only` }
+  }
   throw new Error(`no hook token: set KOLLECT_HOOK_TOKEN or KOLLECT_HOOK_TOKEN_FILE, ${TO_RUN_OPEN}`)
 }
 
@@ -178,7 +183,9 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
   const auth = hookAuth(env, host, defaults.loopbackAuth)
   const exporterHost = env['KOLLECT_EXPORTER_HOST'] ?? '127.0.0.1'
   // Off loopback the token is the exporter API's only guard (docs/security.md).
-  if (!isLoopbackHost(exporterHost) && auth.mode !== 'token') throw new Error(`KOLLECT_EXPORTER_HOST=${exporterHost} is beyond loopback: the exporter API then needs a hook token, KOLLECT_HOOK_AUTH=none is refused`)
+  if (!isLoopbackHost(exporterHost) && auth.mode !== 'token') {
+    throw new Error(`KOLLECT_EXPORTER_HOST=${exporterHost} is beyond loopback: the exporter API then needs a hook token, KOLLECT_HOOK_AUTH=none is refused`)
+  }
   return {
     port: int(env, 'PORT', defaults.port ?? 8080),
     host,

@@ -6,7 +6,9 @@ import { createLogger, type Logger } from './logger.js'
  * Settings and the logger of an entry point. A bad setting stops the process before it listens,
  * with one log line naming it; running without hook authentication is said once, at warn.
  */
-export function configure(name: string, env: Record<string, string | undefined> = process.env, defaults: ConfigDefaults = {}): { config: Config; logger: Logger } {
+export function configure(
+  name: string, env: Record<string, string | undefined> = process.env, defaults: ConfigDefaults = {},
+): { config: Config; logger: Logger } {
   let config: Config
   try {
     config = loadConfig(env, defaults)
@@ -20,7 +22,7 @@ export function configure(name: string, env: Record<string, string | undefined> 
 }
 
 /** Time after the grace period for saving the journal and closing sinks, before the process gives up. */
-export const SHUTDOWN_MARGIN_MS = 8_000
+const SHUTDOWN_MARGIN_MS = 8_000
 
 /**
  * SIGTERM/SIGINT: stop accepting, let the exporter finish or save what is pending within its

@@ -37,15 +37,62 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [hooks],
   })
-  const itemsExtracted = new Counter({ name: 'kollect_items_extracted_total', help: 'Items extracted by target syncs, by target (namespace/name).', labelNames: ['target'] as const, registers: [hooks] })
-  const extractionErrors = new Counter({ name: 'kollect_extraction_errors_total', help: 'Objects whose extraction had errors, by target (namespace/name).', labelNames: ['target'] as const, registers: [hooks] })
-  const hookShed = new Counter({ name: 'kollect_hook_shed_total', help: 'Hook requests refused with 429 (reason requests|bytes|queue|busy) or target syncs stopped by their budget (EvaluationTimeout|ResourceLimit).', labelNames: ['reason'] as const, registers: [hooks] })
-  const staleReports = new Counter({ name: 'kollect_stale_reports_total', help: 'Target reports the exporter found older than what it holds, by target (namespace/name): dropped whole (dropped=report) or items kept at their newer generation (dropped=items, counted per item).', labelNames: ['target', 'dropped'] as const, registers: [hooks] })
-  const exporterPeerFailures = new Counter({ name: 'kollect_exporter_peer_failures_total', help: 'Calls to one exporter replica (KOLLECT_EXPORTER_PEERS) that failed or timed out, by call (reportTarget|removeTarget|applyInventory|finalizeInventory) and the role the replica last answered with (active|standby|unknown).', labelNames: ['call', 'role'] as const, registers: [hooks] })
-  const exports = new Counter({ name: 'kollect_exports_total', help: 'Sink write attempts, by sink (namespace/name) and result (success|failure).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
-  const exportDuration = new Histogram({ name: 'kollect_export_duration_seconds', help: 'Time of successful sink writes, by sink.', labelNames: ['sink'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], registers: [exporter] })
-  const driftChecks = new Counter({ name: 'kollect_drift_checks_total', help: 'Drift checks of sinks of record, by sink and result (in-step|drifted|repaired|error).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
-  const pending = new Gauge({ name: 'kollect_exports_pending', help: 'Sink snapshots waiting to be written (debounced, in flight or retrying).', registers: [exporter] })
+  const itemsExtracted = new Counter({
+    name: 'kollect_items_extracted_total',
+    help: 'Items extracted by target syncs, by target (namespace/name).',
+    labelNames: ['target'] as const,
+    registers: [hooks],
+  })
+  const extractionErrors = new Counter({
+    name: 'kollect_extraction_errors_total',
+    help: 'Objects whose extraction had errors, by target (namespace/name).',
+    labelNames: ['target'] as const,
+    registers: [hooks],
+  })
+  const hookShed = new Counter({
+    name: 'kollect_hook_shed_total',
+    help: 'Hook requests refused with 429 (reason requests|bytes|queue|busy) or target syncs stopped by their budget (EvaluationTimeout|ResourceLimit).',
+    labelNames: ['reason'] as const,
+    registers: [hooks],
+  })
+  const staleReports = new Counter({
+    name: 'kollect_stale_reports_total',
+    help: 'Target reports the exporter found older than what it holds, by target (namespace/name): ' +
+      'dropped whole (dropped=report) or items kept at their newer generation (dropped=items, counted per item).',
+    labelNames: ['target', 'dropped'] as const,
+    registers: [hooks],
+  })
+  const exporterPeerFailures = new Counter({
+    name: 'kollect_exporter_peer_failures_total',
+    help: 'Calls to one exporter replica (KOLLECT_EXPORTER_PEERS) that failed or timed out, by call ' +
+      '(reportTarget|removeTarget|applyInventory|finalizeInventory) and the role the replica last answered with (active|standby|unknown).',
+    labelNames: ['call', 'role'] as const,
+    registers: [hooks],
+  })
+  const exports = new Counter({
+    name: 'kollect_exports_total',
+    help: 'Sink write attempts, by sink (namespace/name) and result (success|failure).',
+    labelNames: ['sink', 'result'] as const,
+    registers: [exporter],
+  })
+  const exportDuration = new Histogram({
+    name: 'kollect_export_duration_seconds',
+    help: 'Time of successful sink writes, by sink.',
+    labelNames: ['sink'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+    registers: [exporter],
+  })
+  const driftChecks = new Counter({
+    name: 'kollect_drift_checks_total',
+    help: 'Drift checks of sinks of record, by sink and result (in-step|drifted|repaired|error).',
+    labelNames: ['sink', 'result'] as const,
+    registers: [exporter],
+  })
+  const pending = new Gauge({
+    name: 'kollect_exports_pending',
+    help: 'Sink snapshots waiting to be written (debounced, in flight or retrying).',
+    registers: [exporter],
+  })
   const lastSuccess = new Map<string, number>()
   new Gauge({
     name: 'kollect_sink_last_success_age_seconds',
@@ -58,12 +105,41 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
       for (const [sink, at] of lastSuccess) this.set({ sink }, (now - at) / 1000)
     },
   })
-  const heldTotal = new Gauge({ name: 'kollect_exporter_held_bytes', help: 'Bytes of items the exporter holds, as charged to its item budget.', registers: [exporter] })
-  const heldByNamespace = new Gauge({ name: 'kollect_namespace_held_bytes', help: 'Bytes of items the exporter holds for the targets of each namespace, as charged to its share.', labelNames: ['namespace'] as const, registers: [exporter] })
-  const budget = new Gauge({ name: 'kollect_item_budget_bytes', help: 'The item budget (scope exporter) and the share of one namespace (scope namespace), in bytes.', labelNames: ['scope'] as const, registers: [exporter] })
-  const leader = new Gauge({ name: 'kollect_exporter_leader', help: '1 when this exporter writes to sinks (it holds the Lease, or leader election is off), 0 for a standby.', registers: [exporter] })
-  const refused = new Counter({ name: 'kollect_reports_refused_total', help: 'Target reports the exporter refused, by target (namespace/name) and the limit they would break (namespace|exporter).', labelNames: ['target', 'limit'] as const, registers: [exporter] })
-  const journalDropped = new Counter({ name: 'kollect_journal_entries_dropped_total', help: 'Pending-journal entries not resumed at start, by reason: superseded (the targets\' fresh reports built another snapshot, which is written instead) or unreadable.', labelNames: ['reason'] as const, registers: [exporter] })
+  const heldTotal = new Gauge({
+    name: 'kollect_exporter_held_bytes',
+    help: 'Bytes of items the exporter holds, as charged to its item budget.',
+    registers: [exporter],
+  })
+  const heldByNamespace = new Gauge({
+    name: 'kollect_namespace_held_bytes',
+    help: 'Bytes of items the exporter holds for the targets of each namespace, as charged to its share.',
+    labelNames: ['namespace'] as const,
+    registers: [exporter],
+  })
+  const budget = new Gauge({
+    name: 'kollect_item_budget_bytes',
+    help: 'The item budget (scope exporter) and the share of one namespace (scope namespace), in bytes.',
+    labelNames: ['scope'] as const,
+    registers: [exporter],
+  })
+  const leader = new Gauge({
+    name: 'kollect_exporter_leader',
+    help: '1 when this exporter writes to sinks (it holds the Lease, or leader election is off), 0 for a standby.',
+    registers: [exporter],
+  })
+  const refused = new Counter({
+    name: 'kollect_reports_refused_total',
+    help: 'Target reports the exporter refused, by target (namespace/name) and the limit they would break (namespace|exporter).',
+    labelNames: ['target', 'limit'] as const,
+    registers: [exporter],
+  })
+  const journalDropped = new Counter({
+    name: 'kollect_journal_entries_dropped_total',
+    help: 'Pending-journal entries not resumed at start, by reason: ' +
+      'superseded (the targets\' fresh reports built another snapshot, which is written instead) or unreadable.',
+    labelNames: ['reason'] as const,
+    registers: [exporter],
+  })
   const merged = Registry.merge([registry, ...(role === 'exporter' ? [] : [hooks]), ...(role === 'hooks' ? [] : [exporter])])
   const sinkLabel = (s: { namespace: string; name: string }) => (s.namespace ? `${s.namespace}/${s.name}` : s.name)
   return {

@@ -9,7 +9,9 @@ export const ERRORS = {
   KOLLECT_ERR_HOOK_UNAUTHORIZED: { status: 401, message: 'unauthorized' },
   KOLLECT_ERR_HOOK_NOT_FOUND: { status: 404, message: 'no such endpoint: %s' },
   KOLLECT_ERR_HOOK_OVERLOADED: { status: 429, message: 'too much work in flight; retry after %s seconds' },
-  KOLLECT_ERR_HOOK_QUEUE_TIMEOUT: { status: 429, message: 'the sync waited %s ms for an extraction process, too long to finish in time; retry after %s seconds' },
+  KOLLECT_ERR_HOOK_QUEUE_TIMEOUT: {
+    status: 429, message: 'the sync waited %s ms for an extraction process, too long to finish in time; retry after %s seconds',
+  },
   KOLLECT_ERR_HOOK_BUSY: { status: 429, message: 'the extraction processes are too busy: %s; retry after %s seconds' },
   KOLLECT_ERR_HOOK_TIMEOUT: { status: 503, message: 'request timed out' },
   KOLLECT_ERR_EXPORTER_UNAVAILABLE: { status: 503, message: 'the exporter did not answer: %s' },

@@ -72,7 +72,9 @@ export function readJson(bytes: Buffer, maxDepth: number): JsonRead {
     // Go escapes nothing past ASCII, but most bodies hold none: the ASCII decoder is about twice as fast as UTF-8's, and gives the same text then.
     const text = bytes.toString(isAscii(bytes) ? 'ascii' : 'utf8')
     // secure-json-parse also drops a leading byte order mark, which JSON.parse refuses.
-    const value = scan === Scan.Plain && text.charCodeAt(0) !== 0xfeff ? JSON.parse(text) as unknown : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+    const value = scan === Scan.Plain && text.charCodeAt(0) !== 0xfeff
+      ? JSON.parse(text) as unknown
+      : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
     return { ok: true, value }
   } catch (err) {
     return { ok: false, code: 'KOLLECT_ERR_HOOK_BAD_JSON', detail: jsonErrorSummary((err as Error).message) }
@@ -80,7 +82,7 @@ export function readJson(bytes: Buffer, maxDepth: number): JsonRead {
 }
 
 /** readJson for a route: its problems are KollectErrors. */
-export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
+function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
   const read = readJson(bytes, maxDepth)
   if (!read.ok) throw new KollectError(read.code, read.detail)
   return read.value

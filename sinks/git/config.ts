@@ -9,7 +9,7 @@ import { renderTemplate, templateProblem } from './review/templates.js'
 
 export type GitLayout = 'document' | 'perResource'
 
-export interface GitAuth {
+interface GitAuth {
   /** Config key and value that send the credentials, scoped to the remote's origin. */
   configKey: string
   configValue: string
@@ -119,7 +119,7 @@ function checkUrl(url: string): string | undefined {
   return /^([^@/:\s]+@)?[^/:\s]+:\S*$/.test(url) ? undefined : notARemote
 }
 
-export function isValidBranch(branch: string): boolean {
+function isValidBranch(branch: string): boolean {
   return (
     /^[A-Za-z0-9._/-]+$/.test(branch) &&
     !branch.startsWith('-') &&
@@ -166,10 +166,10 @@ export interface ReviewExport extends ReviewSubject {
 const NAME_PLACEHOLDERS = ['cluster', 'namespace', 'name'] as const
 const DESCRIPTION_PLACEHOLDERS = [...NAME_PLACEHOLDERS, 'added', 'changed', 'removed', 'checksum'] as const
 
-export const DEFAULT_REVIEW_POLL_MS = 60_000
+const DEFAULT_REVIEW_POLL_MS = 60_000
 const MIN_REVIEW_POLL_MS = 5_000
-export const DEFAULT_REVIEW_BRANCH = 'kollect/{namespace}/{name}'
-export const DEFAULT_REVIEW_TITLE = 'kollect: {namespace}/{name} on {cluster}'
+const DEFAULT_REVIEW_BRANCH = 'kollect/{namespace}/{name}'
+const DEFAULT_REVIEW_TITLE = 'kollect: {namespace}/{name} on {cluster}'
 export const DEFAULT_REVIEW_DESCRIPTION = 'Inventory {namespace}/{name} on cluster {cluster}: +{added} ~{changed} -{removed}\n\nSnapshot checksum: {checksum}'
 
 /** The sink's `git.review`, checked and with defaults; undefined when review mode is off. */
@@ -204,10 +204,14 @@ export function resolveReviewSettings(spec: KollectSinkSpec, credentials: Creden
   }
   if (review.pollInterval !== undefined) {
     const poll = parseDuration(review.pollInterval)
-    if (poll === null || poll < MIN_REVIEW_POLL_MS) invalid(`pollInterval "${review.pollInterval.slice(0, 64)}" must be a duration of at least ${formatDuration(MIN_REVIEW_POLL_MS)}`)
+    if (poll === null || poll < MIN_REVIEW_POLL_MS) {
+      invalid(`pollInterval "${review.pollInterval.slice(0, 64)}" must be a duration of at least ${formatDuration(MIN_REVIEW_POLL_MS)}`)
+    }
     settings.pollMs = poll as number
   }
-  if (settings.autoMerge !== 'never' && settings.autoMerge !== 'whenChecksPass') invalid(`autoMerge must be never or whenChecksPass, not "${String(settings.autoMerge)}"`)
+  if (settings.autoMerge !== 'never' && settings.autoMerge !== 'whenChecksPass') {
+    invalid(`autoMerge must be never or whenChecksPass, not "${String(settings.autoMerge)}"`)
+  }
   for (const [field, template, allowed] of [
     ['branchTemplate', settings.branchTemplate, NAME_PLACEHOLDERS],
     ['titleTemplate', settings.titleTemplate, NAME_PLACEHOLDERS],

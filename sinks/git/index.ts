@@ -231,7 +231,9 @@ export function createGitSink(opts: SinkOptions): Sink {
     id: opts.id,
     write: (snapshot, fence = NO_FENCE) => queue.run(() => write(snapshot, fence)),
     // In review mode a repair would bypass the review; each poll of the request compares the target instead.
-    ...(opts.spec.git?.review ? {} : { verify: (snapshot: Snapshot, mode: DriftMode, fence: WriteFence = NO_FENCE) => queue.run(() => verify(snapshot, mode, fence)) }),
+    ...(opts.spec.git?.review ? {} : {
+      verify: (snapshot: Snapshot, mode: DriftMode, fence: WriteFence = NO_FENCE) => queue.run(() => verify(snapshot, mode, fence)),
+    }),
     remove: (inventory, cluster) => queue.run(() => remove(inventory, cluster)),
     healthcheck: async () => {
       const { repo } = resolved()

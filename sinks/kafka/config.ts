@@ -4,12 +4,12 @@ import type { Endpoint } from '../descriptor.js'
 import { configError, secretsFromCredentials, type Secrets, type SinkLabel } from '../errors.js'
 import type { SinkOptions } from '../options.js'
 
-export const DEFAULT_TOPIC = 'kollect'
+const DEFAULT_TOPIC = 'kollect'
 /** Suffix of the default state topic: `<topic>.kollect-state`. */
-export const STATE_TOPIC_SUFFIX = '.kollect-state'
+const STATE_TOPIC_SUFFIX = '.kollect-state'
 
-export type CleanupPolicy = 'compact' | 'delete' | 'compact,delete'
-export type SaslMechanism = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'
+type CleanupPolicy = 'compact' | 'delete' | 'compact,delete'
+type SaslMechanism = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'
 
 const SASL_MECHANISMS = new Set<string>(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'])
 const CLEANUP_POLICIES = new Set<string>(['compact', 'delete', 'compact,delete'])
@@ -18,7 +18,7 @@ const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/
 
 export type { KafkaBroker }
 
-export interface KafkaTls {
+interface KafkaTls {
   ca?: string
   cert?: string
   key?: string
@@ -49,7 +49,7 @@ export interface KafkaSettings {
   retries: number
 }
 
-export function parseBrokers(label: SinkLabel, text: string): KafkaBroker[] {
+function parseBrokers(label: SinkLabel, text: string): KafkaBroker[] {
   const brokers = text.split(',').map((s) => s.trim()).filter((s) => s !== '')
   if (brokers.length === 0) throw configError(label, 'spec.kafka.brokers is required')
   return brokers.map((b) => {

@@ -211,7 +211,8 @@ export function chunks<T extends OutgoingRecord>(records: readonly T[], maxBytes
   let current: T[] = []
   let size = 0
   for (const r of records) {
-    const bytes = Buffer.byteLength(r.key) + (r.value === null ? 0 : Buffer.byteLength(r.value)) + 64 + Object.entries(r.headers).reduce((n, [k, v]) => n + k.length + v.length, 0)
+    const headerBytes = Object.entries(r.headers).reduce((n, [k, v]) => n + k.length + v.length, 0)
+    const bytes = Buffer.byteLength(r.key) + (r.value === null ? 0 : Buffer.byteLength(r.value)) + 64 + headerBytes
     if (current.length > 0 && size + bytes > maxBytes) {
       out.push(current)
       current = []

@@ -13,7 +13,6 @@ import { decodeStates, encodeExport, encodeRemoval, inventoryKey, inventoryToken
 import { explained, isRetriable } from './errors.js'
 import { KafkaService } from './service.js'
 
-export { kafkaSettings } from './config.js'
 
 export const kafkaSink: SinkDescriptor = { type: 'kafka', create: createKafkaSink, endpoints: kafkaEndpoints }
 
@@ -44,7 +43,8 @@ export function createKafkaSink(opts: SinkOptions): Sink {
   return {
     id: opts.id,
     write: (snapshot, fence = NO_FENCE) => queue.run(() => guarded('write', () => explained(() => write(snapshot, fence)), dropState)),
-    verify: (snapshot, mode, fence = NO_FENCE) => queue.run(() => guarded(`drift check (${mode})`, () => explained(() => verify(snapshot, mode, fence)), dropState)),
+    verify: (snapshot, mode, fence = NO_FENCE) =>
+      queue.run(() => guarded(`drift check (${mode})`, () => explained(() => verify(snapshot, mode, fence)), dropState)),
     remove: (inventory: ObjectRef, cluster: string) => queue.run(() => guarded('remove', () => explained(() => remove({ cluster, inventory })), dropState)),
     healthcheck: () => guarded('healthcheck', () => explained(() => service.ping())),
     close: () => guarded('close', () => service.close()),

@@ -189,7 +189,10 @@ export class KafkaService {
     while (offset < end) {
       const response = await consumer.fetch({
         node: leader,
-        topics: [{ topicId: info.id, partitions: [{ partition, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, partitionMaxBytes: maxBytes }] }],
+        topics: [{
+          topicId: info.id,
+          partitions: [{ partition, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, partitionMaxBytes: maxBytes }],
+        }],
         isolationLevel: FetchIsolationLevels.READ_COMMITTED,
         maxBytes,
         minBytes: 1,
@@ -287,7 +290,9 @@ async function withLeaders(admin: Admin, topics: string[]): Promise<ClusterMetad
   }
 }
 
-function unresolvedAborts(aborted: readonly { producerId: bigint; firstOffset: bigint }[], batches: readonly RecordsBatch[]): { producerId: bigint; firstOffset: bigint }[] {
+function unresolvedAborts(
+  aborted: readonly { producerId: bigint; firstOffset: bigint }[], batches: readonly RecordsBatch[],
+): { producerId: bigint; firstOffset: bigint }[] {
   return aborted.filter((a) => !batches.some((b) => b.attributes & IS_CONTROL && b.producerId === a.producerId && b.firstOffset >= a.firstOffset))
 }
 

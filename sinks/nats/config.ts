@@ -12,7 +12,7 @@ export const STATE_BUCKET = 'KOLLECT_STATE'
  * Age limit of a stream the sink creates. The current state is in the KV bucket, so this bounds
  * only how long a consumer may stay away (a hub, an auditor's replay): a week, Kafka's default.
  */
-export const DEFAULT_MAX_AGE_MILLIS = 168 * 3_600_000
+const DEFAULT_MAX_AGE_MILLIS = 168 * 3_600_000
 const DUPLICATE_WINDOW_MILLIS = 120_000
 const REQUEST_TIMEOUT_MILLIS = 5000
 
@@ -21,7 +21,7 @@ const SUBJECT_PREFIX = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
 // JetStream stream names may not contain '.', '*', '>', whitespace or path separators.
 const STREAM_NAME = /^[A-Za-z0-9_-]{1,255}$/
 
-export type NatsAuth = { token: string } | { user: string; pass: string } | Record<string, never>
+type NatsAuth = { token: string } | { user: string; pass: string } | Record<string, never>
 
 export interface NatsSettings {
   label: SinkLabel

@@ -25,7 +25,6 @@ import {
   type InventoryState,
 } from './state.js'
 
-export { natsSettings } from './config.js'
 
 export const natsSink: SinkDescriptor = { type: 'nats', create: createNatsSink, endpoints: natsEndpoints }
 
@@ -107,7 +106,8 @@ export function createNatsSink(opts: SinkOptions): Sink {
     // Last: until this put lands, a retry starts from the same revision and replays the stream after the same marker.
     const record = { checksum: snapshot.checksum, itemCount: snapshot.itemCount, sequence, ...(fence.token ? { fencing: fence.token } : {}) }
     fence.check('recording the published snapshot')
-    const revision = await during('recording the published snapshot', () => service.putState(snapshotStateKey(token), encodeHeldSnapshot(record), state.revision))
+    const revision = await during('recording the published snapshot',
+      () => service.putState(snapshotStateKey(token), encodeHeldSnapshot(record), state.revision))
     cache.set(token, {
       revision,
       snapshot: record,

@@ -215,7 +215,8 @@ export class NatsService {
       return revision === 0 ? await kv.create(key, value) : await kv.update(key, value, revision)
     } catch (err) {
       if (!errorChain(err).some((e) => e instanceof Error && /wrong last sequence|key exists/i.test(e.message))) throw err
-      throw new SinkError(`${this.settings.label.kind} sink ${this.settings.label.id}: another writer recorded this inventory's state first; starting over from what it left`, { retriable: true })
+      throw new SinkError(`${this.settings.label.kind} sink ${this.settings.label.id}: ` +
+        'another writer recorded this inventory\'s state first; starting over from what it left', { retriable: true })
     }
   }
 

@@ -5,9 +5,9 @@ import { configError, secretsFromCredentials, type Secrets, type SinkLabel } fro
 import type { SinkOptions } from '../options.js'
 import type { Credentials } from '../sink.js'
 
-export const DEFAULT_SCHEMA = 'public'
-export const DEFAULT_TABLE = 'kollect_items'
-export const SNAPSHOTS_SUFFIX = '_snapshots'
+const DEFAULT_SCHEMA = 'public'
+const DEFAULT_TABLE = 'kollect_items'
+const SNAPSHOTS_SUFFIX = '_snapshots'
 export const MIGRATIONS_TABLE = 'kollect_schema_migrations'
 /**
  * Snapshot rows kept per inventory. A row is ~150 bytes and records one export's counts: a
@@ -16,7 +16,7 @@ export const MIGRATIONS_TABLE = 'kollect_schema_migrations'
 export const DEFAULT_KEEP_SNAPSHOTS = 1000
 
 /** Credential keys that may hold the connection string, in order of preference. */
-export const DSN_KEYS = ['dsn', 'url', 'DATABASE_URL'] as const
+const DSN_KEYS = ['dsn', 'url', 'DATABASE_URL'] as const
 
 // Postgres silently truncates identifiers longer than NAMEDATALEN-1 bytes; two long table
 // names could then share "<table>_snapshots", so refuse them instead.

@@ -14,7 +14,6 @@ import {
 } from './encode.js'
 import { isRetriable, type InventoryTx, PostgresService } from './service.js'
 
-export { postgresSettings } from './config.js'
 
 const DRIFT_EXAMPLES = 5
 
@@ -127,7 +126,9 @@ async function storedState(tx: InventoryTx, settings: PostgresSettings): Promise
 }
 
 /** Upserts added and changed rows, deletes removed ones and records the snapshot row. */
-async function apply(tx: InventoryTx, settings: PostgresSettings, snapshot: Snapshot, held: HeldState, diff: ItemDiff, fence: WriteFence): Promise<WriteResult> {
+async function apply(
+  tx: InventoryTx, settings: PostgresSettings, snapshot: Snapshot, held: HeldState, diff: ItemDiff, fence: WriteFence,
+): Promise<WriteResult> {
   await during(`upserting rows (${diff.added.length + diff.changed.length})`, async () => {
     for (const columns of upsertChunks(diff, settings.chunkSize)) await tx.upsert(columns, snapshot.checksum)
   })

@@ -67,7 +67,9 @@ export class InventoryTx {
     return result.rowCount ?? 0
   }
 
-  async insertSnapshot(row: { checksum: string; itemCount: number; added: number; changed: number; removed: number; token: FencingToken | undefined }): Promise<void> {
+  async insertSnapshot(row: {
+    checksum: string; itemCount: number; added: number; changed: number; removed: number; token: FencingToken | undefined
+  }): Promise<void> {
     await this.client.query(this.sql.insertSnapshot, [
       ...this.inv, row.checksum, row.itemCount, row.added, row.changed, row.removed, row.token?.lease ?? null, row.token?.epoch ?? null,
     ])

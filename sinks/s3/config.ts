@@ -4,8 +4,8 @@ import type { Credentials } from '../sink.js'
 
 export type S3Layout = 'document' | 'perResource'
 
-export const DEFAULT_S3_PREFIX = 'inventory/{cluster}/{namespace}/{name}'
-export const DEFAULT_S3_REGION = 'us-east-1'
+const DEFAULT_S3_PREFIX = 'inventory/{cluster}/{namespace}/{name}'
+const DEFAULT_S3_REGION = 'us-east-1'
 
 export interface S3Settings {
   label: SinkLabel

@@ -13,7 +13,7 @@ import { parseToken, type FencingToken } from '../fence.js'
 //   snapshots/<time>-<checksum>.json     document layout: every export's canonical document
 //   items/<target>/<group>/<kind>/<namespace>/<name>.json   perResource layout: one object per item
 
-export const POINTER_VERSION = 1
+const POINTER_VERSION = 1
 
 /** The small object every export ends with; a reader starts here. */
 export interface Pointer {
@@ -71,14 +71,18 @@ export function snapshotKey(prefix: string, at: Date, checksum: string): string 
 
 export function encodePointer(pointer: Pointer): string {
   const { version, cluster, inventory, checksum, previousChecksum, itemCount, layout, snapshot, fencing } = pointer
-  return `${JSON.stringify({ version, cluster, inventory, checksum, previousChecksum, itemCount, layout, ...(snapshot ? { snapshot } : {}), ...(fencing ? { fencing } : {}) }, null, 2)}\n`
+  const body = {
+    version, cluster, inventory, checksum, previousChecksum, itemCount, layout, ...(snapshot ? { snapshot } : {}), ...(fencing ? { fencing } : {}),
+  }
+  return `${JSON.stringify(body, null, 2)}\n`
 }
 
 /** The pointer a store holds, or undefined when the text is not one (it is then overwritten). */
 export function parsePointer(text: string): Pointer | undefined {
   try {
     const value = JSON.parse(text) as Partial<Pointer> | null
-    if (value?.version !== POINTER_VERSION || typeof value.checksum !== 'string' || (value.layout !== 'document' && value.layout !== 'perResource')) return undefined
+    if (value?.version !== POINTER_VERSION || typeof value.checksum !== 'string') return undefined
+    if (value.layout !== 'document' && value.layout !== 'perResource') return undefined
     const { fencing, ...pointer } = value as Pointer
     const token = parseToken(fencing)
     return token ? { ...pointer, fencing: token } : pointer

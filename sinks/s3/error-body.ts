@@ -9,7 +9,7 @@ import { EXTERNAL_TEXT_LIMIT } from '../errors.js'
 // its Message, which is all that a status message shows.
 
 /** Far above any error document an S3 server writes (a few hundred bytes). */
-export const ERROR_BODY_LIMIT = 64 * 1024
+const ERROR_BODY_LIMIT = 64 * 1024
 
 /** Install the bound on `client`: innermost in the deserialize step, so before the SDK's parser. */
 export function boundErrorBodies(client: S3Client): void {

@@ -9,7 +9,7 @@ import { resultOf } from '../result.js'
 import { SerialQueue } from '../serial.js'
 import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import { emptyResult, SinkError, type DriftMode, type DriftResult, type Sink, type WriteResult } from '../sink.js'
-import { s3Endpoints, s3Settings, type S3Settings } from './config.js'
+import { s3Endpoints, s3Settings } from './config.js'
 import {
   encodePointer,
   expiredSnapshots,
@@ -27,7 +27,6 @@ import {
 import { classifyMarks, documentObjectDrift, encodeMark, inStep, markKey, marksDir, objectDrift, type Marks } from './marks.js'
 import { isRetriable, PointerMoved, S3Service, type PointerCondition } from './service.js'
 
-export { s3Settings } from './config.js'
 
 /** What one inventory's prefix holds, as of the pointer with ETag `etag`. */
 interface Held {
@@ -253,5 +252,3 @@ export function createS3Sink(opts: SinkOptions, clock: () => Date = () => new Da
     await during(`deleting objects (${listed.size})`, () => service.deleteObjects([...listed.keys()]))
   }
 }
-
-export type { S3Settings }

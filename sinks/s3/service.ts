@@ -61,7 +61,7 @@ export function isRetriable(err: unknown): boolean {
  * An S3 error as one line for a status message: the server's code and HTTP status, which say what
  * to fix. Both code and message are the server's own text, so they are bounded here already.
  */
-export function describeS3Error(err: unknown): string {
+function describeS3Error(err: unknown): string {
   if (err instanceof S3ServiceException) {
     const code = err.$metadata.httpStatusCode
     const name = bounded(err.name)

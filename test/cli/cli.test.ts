@@ -435,7 +435,8 @@ spec:
     const err = lines(r.stderr)
     assert.ok(err.includes(`matched ${status.matchedCount}, extracted ${status.extractedCount}, failed ${status.failedCount}`), r.stderr)
     assert.deepEqual(outcomes.flatMap((o) => ('rejection' in o ? [o.rejection.type] : [])).sort(), ['labelsDoNotMatch', 'matchPolicyFalse', 'namespaceDenied', 'namespaceNotSelected'])
-    assert.ok(err.includes('not selected: 4 (labels do not match labelSelector: 1, matchPolicy is false: 1, namespace is denied by scope (kube-system): 1, namespace is not selected (team-c): 1)'), r.stderr)
+    assert.ok(err.includes('not selected: 4 (labels do not match labelSelector: 1, matchPolicy is false: 1, ' +
+      'namespace is denied by scope (kube-system): 1, namespace is not selected (team-c): 1)'), r.stderr)
     const degraded = status.conditions.find((c) => c.type === 'Degraded')
     assert.equal(degraded?.reason, 'ScopeNamespaceDenied')
     assert.ok(err.includes(`Degraded=True ${degraded.reason}: ${degraded.message}`), r.stderr)
@@ -453,7 +454,8 @@ spec:
     assert.equal(rows(unscoped.stdout).length, 3)
     const err = lines(unscoped.stderr)
     assert.ok(err.includes('Degraded=True ScopeNamespaceDenied: namespaces not allowed by scope: team-b (no KollectScope: own namespace only)'), unscoped.stderr)
-    assert.ok(err.includes("note: no --scope: like a namespace without a KollectScope, the target sees only its own namespace (team-a); pass --scope with the namespace's KollectScopes"), unscoped.stderr)
+    assert.ok(err.includes('note: no --scope: like a namespace without a KollectScope, the target sees only its own namespace (team-a); ' +
+      "pass --scope with the namespace's KollectScopes"), unscoped.stderr)
   })
 
   test('offline, objects without a namespace are cluster-scoped whatever the kind: a scope allowing "*" selects them', async () => {
@@ -543,13 +545,18 @@ describe('kollect preview --kubeconfig', () => {
         res.end(JSON.stringify(body))
       }
       if (url.pathname === '/apis/apps/v1') {
-        return send({ kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'apps/v1', resources: [{ name: 'deployments', singularName: 'deployment', namespaced: true, kind: 'Deployment', verbs: ['get', 'list', 'watch'] }] })
+        return send({
+          kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'apps/v1',
+          resources: [{ name: 'deployments', singularName: 'deployment', namespaced: true, kind: 'Deployment', verbs: ['get', 'list', 'watch'] }],
+        })
       }
       const m = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/deployments$/.exec(url.pathname)
       if (m) {
         // What the API server sends: a typed list whose items carry no apiVersion and kind.
         const strip = (o: KubeObject) => ({ ...o, apiVersion: undefined, kind: undefined })
-        const list = (items: KubeObject[], next?: string) => send({ kind: 'DeploymentList', apiVersion: 'apps/v1', metadata: { resourceVersion: '9', ...(next ? { continue: next } : {}) }, items: items.map(strip) })
+        const list = (items: KubeObject[], next?: string) => send({
+          kind: 'DeploymentList', apiVersion: 'apps/v1', metadata: { resourceVersion: '9', ...(next ? { continue: next } : {}) }, items: items.map(strip),
+        })
         if (m[1] === 'team-a') return url.searchParams.get('continue') === 'page-2' ? list(teamA.slice(2)) : list(teamA.slice(0, 2), 'page-2')
         if (m[1] === 'team-b') return list([deployment(4, { namespace: 'team-b' })])
         return send({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: `namespaces "${m[1]}" is forbidden`, reason: 'Forbidden', code: 403 }, 403)

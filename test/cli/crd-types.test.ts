@@ -51,7 +51,10 @@ test('fields are optional unless the schema requires them; integers are numbers,
 
 test('a nested object is named after its path, after the type that uses it; one that kinds share is declared once', () => {
   const text = renderStatusTypesOf([
-    { kind: 'KollectA', schema: { type: 'object', properties: { conditions: { type: 'array', items: condition }, entries: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } } } } },
+    { kind: 'KollectA', schema: { type: 'object', properties: {
+      conditions: { type: 'array', items: condition },
+      entries: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+    } } },
     { kind: 'KollectB', schema: { type: 'object', properties: { conditions: { type: 'array', items: condition }, resource: { type: 'object', properties: { kind: { type: 'string' } } } } } },
   ])
   assert.deepEqual(declarations(text), [

@@ -114,7 +114,11 @@ test('install-deps.sh installs nothing an environment variable already points at
     const { GITEA_STATIC_ROOT: _root, ...noStaticRoot } = prebuilt
     assert.ok(check(noStaticRoot).would?.includes('golang-go'))
 
-    for (const [name, value] of [['PG_BIN', dir], ['NATS_SERVER', path.join(dir, 'missing')], ['KOLLECT_KAFKA_LIB', path.join(dir, 'missing')], ['HELM', path.join(dir, 'kafka-lib')], ['KOLLECT_ETCD', path.join(dir, 'missing')]] as const) {
+    const badVariables = [
+      ['PG_BIN', dir], ['NATS_SERVER', path.join(dir, 'missing')], ['KOLLECT_KAFKA_LIB', path.join(dir, 'missing')],
+      ['HELM', path.join(dir, 'kafka-lib')], ['KOLLECT_ETCD', path.join(dir, 'missing')],
+    ] as const
+    for (const [name, value] of badVariables) {
       const r = check({ ...prebuilt, [name]: value })
       assert.equal(r.status, 1, `${name}=${value}: ${r.stdout}`)
       assert.match(r.stderr, new RegExp(`install-deps: ${name}=${value.replaceAll('/', '\\/')}: `), name)

@@ -168,8 +168,13 @@ describe('Metacontroller request shapes', () => {
   test('core kinds are keyed Kind.version (Pod.v1) and selected', async () => {
     const target = loadExampleCr('target-deployments.yaml')
     target['spec'] = { resource: { version: 'v1', kind: 'Pod' }, profileRef: { name: 'pods' } }
-    const profile = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectProfile', metadata: { name: 'pods', namespace: 'team-a', uid: 'p', generation: 1 }, spec: { attributes: [{ name: 'node', jsonPath: '$.spec.nodeName', optional: true }, { name: 'phase', cel: 'object.status.phase' }] } }
-    const pod = (name: string, ns: string): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, uid: `pod-${name}` }, spec: { nodeName: 'node-1' }, status: { phase: 'Running' } })
+    const profile = {
+      apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectProfile', metadata: { name: 'pods', namespace: 'team-a', uid: 'p', generation: 1 },
+      spec: { attributes: [{ name: 'node', jsonPath: '$.spec.nodeName', optional: true }, { name: 'phase', cel: 'object.status.phase' }] },
+    }
+    const pod = (name: string, ns: string): KubeObject => ({
+      apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, uid: `pod-${name}` }, spec: { nodeName: 'node-1' }, status: { phase: 'Running' },
+    })
     const related = relatedMap([TYPES.scope, TYPES.profile, TYPES.pod], { [TYPES.profile]: [profile], [TYPES.pod]: [pod('a', 'team-a'), pod('b', 'team-a'), pod('c', 'team-c')] })
     assert.deepEqual(Object.keys(related[TYPES.pod] ?? {}), ['team-a/a', 'team-a/b', 'team-c/c'])
     const res = await post(server.url + '/hooks/targets/sync', goJson(syncRequest(controllerFor('kollect-targets'), target, related)))
@@ -181,8 +186,14 @@ describe('Metacontroller request shapes', () => {
   test('cluster-scoped objects keyed by bare name are selected when the scope allows all namespaces', async () => {
     const target = loadExampleCr('target-deployments.yaml')
     target['spec'] = { resource: { version: 'v1', kind: 'Namespace' }, profileRef: { name: 'ns' } }
-    const profile = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectProfile', metadata: { name: 'ns', namespace: 'team-a', generation: 1 }, spec: { attributes: [{ name: 'owner', cel: 'object.metadata.?labels.owner.orValue("")' }] } }
-    const scope = { apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope', metadata: { name: 'wide', namespace: 'team-a' }, spec: { allowedNamespaces: ['*'], allowedResources: [{ group: '', kind: 'Namespace' }] } }
+    const profile = {
+      apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectProfile', metadata: { name: 'ns', namespace: 'team-a', generation: 1 },
+      spec: { attributes: [{ name: 'owner', cel: 'object.metadata.?labels.owner.orValue("")' }] },
+    }
+    const scope = {
+      apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope', metadata: { name: 'wide', namespace: 'team-a' },
+      spec: { allowedNamespaces: ['*'], allowedResources: [{ group: '', kind: 'Namespace' }] },
+    }
     const ns = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, uid: `ns-${name}`, labels: { owner: 'x' } } })
     const related = relatedMap([TYPES.scope, TYPES.profile, TYPES.namespace], { [TYPES.profile]: [profile], [TYPES.scope]: [scope], [TYPES.namespace]: [ns('team-a'), ns('team-b')] })
     assert.deepEqual(Object.keys(related[TYPES.namespace] ?? {}), ['team-a', 'team-b'])

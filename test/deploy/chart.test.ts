@@ -148,7 +148,10 @@ test('RBAC by default: Secrets through a ClusterRole and ClusterRoleBinding, dis
   const objects = render()
   // The one namespaced Role: the exporter's Lease, in the release namespace.
   assert.deepEqual(all<Role>(objects, 'Role').map((r) => [r.metadata.name, r.metadata.namespace]), [['kollect-leader', NAMESPACE]])
-  assert.deepEqual(only<Role>(objects, 'Role', 'kollect-leader').rules, [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }, { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kollect-exporter'], verbs: ['get', 'update'] }])
+  assert.deepEqual(only<Role>(objects, 'Role', 'kollect-leader').rules, [
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kollect-exporter'], verbs: ['get', 'update'] },
+  ])
   assert.deepEqual(only<Binding>(objects, 'RoleBinding', 'kollect-leader').subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
   const exporter = only<Role>(objects, 'ClusterRole', 'kollect-exporter')
   assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
@@ -167,7 +170,11 @@ test('tenantMode: a Role and RoleBinding per watched namespace, no cluster-wide 
   const bindings = all<Binding>(objects, 'RoleBinding').filter((b) => b.metadata.name !== 'kollect-leader')
   assert.deepEqual(roles.map((r) => r.metadata.namespace).sort(), ['team-a', 'team-b'])
   assert.deepEqual(bindings.map((b) => b.metadata.namespace).sort(), ['team-a', 'team-b'])
-  for (const role of roles) assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
+  for (const role of roles) {
+    assert.deepEqual(role.rules, [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] },
+    ])
+  }
   for (const b of bindings) {
     const role = roles.find((r) => r.metadata.namespace === b.metadata.namespace)
     assert.deepEqual(b.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role?.metadata.name })
@@ -248,7 +255,12 @@ test('persistence.enabled puts /data on a PersistentVolumeClaim that outlives th
 })
 
 test('settings reach both containers: cluster, allowPrivateSinks, extraEnv, image', () => {
-  const d = only<Deployment>(render(['cluster=lab-west', 'allowPrivateSinks=true', 'extraEnv[0].name=KOLLECT_SECRET_CACHE_MS', 'extraEnv[0].value=5000', 'extraEnv[1].name=PG_DSN', 'extraEnv[1].valueFrom.secretKeyRef.name=pg', 'extraEnv[1].valueFrom.secretKeyRef.key=dsn', 'image.repository=registry.example/kollect', 'image.tag=1.2.3', 'image.pullPolicy=Never']), 'Deployment')
+  const d = only<Deployment>(render([
+    'cluster=lab-west', 'allowPrivateSinks=true',
+    'extraEnv[0].name=KOLLECT_SECRET_CACHE_MS', 'extraEnv[0].value=5000',
+    'extraEnv[1].name=PG_DSN', 'extraEnv[1].valueFrom.secretKeyRef.name=pg', 'extraEnv[1].valueFrom.secretKeyRef.key=dsn',
+    'image.repository=registry.example/kollect', 'image.tag=1.2.3', 'image.pullPolicy=Never',
+  ]), 'Deployment')
   for (const c of d.spec.template.spec.containers) {
     const env = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value]))
     assert.equal(env.KOLLECT_CLUSTER, 'lab-west', c.name)
@@ -266,7 +278,10 @@ test('hooks.replicas=1 is the single pod, object for object; hooks.replicas=0 is
   assert.match(renderFails(['hooks.replicas=0']), /replicas/)
 })
 
-type SpreadDeployment = Deployment & { spec: { strategy: { rollingUpdate?: { maxUnavailable: number } }; template: { spec: { topologySpreadConstraints?: { topologyKey: string; whenUnsatisfiable: string; labelSelector: { matchLabels: Record<string, string> } }[] } } } }
+type SpreadConstraint = { topologyKey: string; whenUnsatisfiable: string; labelSelector: { matchLabels: Record<string, string> } }
+type SpreadDeployment = Deployment & {
+  spec: { strategy: { rollingUpdate?: { maxUnavailable: number } }; template: { spec: { topologySpreadConstraints?: SpreadConstraint[] } } }
+}
 type Pdb = K8sObject & { spec: { maxUnavailable?: number; minAvailable?: number; selector: { matchLabels: Record<string, string> } } }
 const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v)
 
@@ -334,7 +349,10 @@ test('hooks.replicas=3: a hooks Deployment with a PDB and spread, one exporter D
 })
 
 test('hooks.replicas=3: custom spread, persistence on the exporter only, lint passes', () => {
-  const objects = render(['hooks.replicas=3', 'persistence.enabled=true', 'hooks.topologySpreadConstraints[0].maxSkew=2', 'hooks.topologySpreadConstraints[0].topologyKey=rack', 'hooks.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule'])
+  const objects = render([
+    'hooks.replicas=3', 'persistence.enabled=true', 'hooks.topologySpreadConstraints[0].maxSkew=2',
+    'hooks.topologySpreadConstraints[0].topologyKey=rack', 'hooks.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule',
+  ])
   const hooks = only<SpreadDeployment>(objects, 'Deployment', 'kollect-hooks')
   assert.deepEqual(hooks.spec.template.spec.topologySpreadConstraints?.map((c) => c.topologyKey), ['rack'])
   assert.ok(!hooks.spec.template.spec.volumes.some((v) => v.persistentVolumeClaim))
@@ -442,7 +460,8 @@ describe('hub mode: hub.enabled renders the hub beside the hooks and exporter', 
   test('objects: hub ConfigMap, Deployment, metrics Service and volume, and the single pod still there', () => {
     const objects = renderHub()
     const names = objects.map((o) => `${o.kind}/${o.metadata.name}`)
-    for (const n of ['ConfigMap/kollect-hub', 'Deployment/kollect-hub', 'Service/kollect-hub', 'PersistentVolumeClaim/kollect-hub-data', 'Deployment/kollect', 'Service/kollect-hooks']) assert.ok(names.includes(n), n)
+    const expected = ['ConfigMap/kollect-hub', 'Deployment/kollect-hub', 'Service/kollect-hub', 'PersistentVolumeClaim/kollect-hub-data', 'Deployment/kollect', 'Service/kollect-hooks']
+    for (const n of expected) assert.ok(names.includes(n), n)
     assert.ok(!render().some((o) => o.metadata.name.startsWith('kollect-hub')), 'hub.enabled defaults to false')
     const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '-f', valuesFile])
     assert.equal(r.status, 0, r.stdout + r.stderr)
@@ -520,9 +539,12 @@ describe('hub mode: hub.enabled renders the hub beside the hooks and exporter', 
         assert.ok(!selects(d.spec.selector.matchLabels, hubPod), `${layout.join()}: Deployment ${d.metadata.name} would own the hub pod`)
         assert.ok(!selects(svc.spec.selector, d.spec.template.metadata.labels), `${layout.join()}: the hub Service reaches ${d.metadata.name}`)
       }
-      for (const s of all<Service>(objects, 'Service').filter((x) => x.metadata.name !== 'kollect-hub')) assert.ok(!selects(s.spec.selector, hubPod), `${layout.join()}: Service ${s.metadata.name} reaches the hub`)
+      for (const s of all<Service>(objects, 'Service').filter((x) => x.metadata.name !== 'kollect-hub')) {
+        assert.ok(!selects(s.spec.selector, hubPod), `${layout.join()}: Service ${s.metadata.name} reaches the hub`)
+      }
       for (const n of all<NetworkPolicy>(objects, 'NetworkPolicy')) assert.ok(!selects(n.spec.podSelector.matchLabels ?? {}, hubPod), `${layout.join()}: NetworkPolicy ${n.metadata.name}`)
-      const sm = all<K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] } }>(objects, 'ServiceMonitor').find((m) => m.metadata.name === 'kollect-hub')
+      type ServiceMonitor = K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] } }
+      const sm = all<ServiceMonitor>(objects, 'ServiceMonitor').find((m) => m.metadata.name === 'kollect-hub')
       assert.ok(sm && selects(sm.spec.selector.matchLabels, svc.metadata.labels ?? {}) && sm.spec.endpoints[0]?.port === 'metrics')
     }
   })

@@ -17,7 +17,7 @@ export const repoRoot: string = (() => {
   }
 })()
 
-export interface Meta {
+interface Meta {
   name: string
   namespace?: string
   labels?: Record<string, string>
@@ -30,18 +30,18 @@ export interface K8sObject {
   metadata: Meta
 }
 
-export interface EnvVar {
+interface EnvVar {
   name: string
   value?: string
 }
 
-export interface Probe {
+interface Probe {
   httpGet?: { path: string; port: string | number }
   exec?: { command: string[] }
   tcpSocket?: unknown
 }
 
-export interface SecurityContext {
+interface SecurityContext {
   runAsNonRoot?: boolean
   runAsUser?: number
   runAsGroup?: number
@@ -95,7 +95,7 @@ export interface Service extends K8sObject {
   spec: { selector: Record<string, string>; ports: { name?: string; port: number; targetPort: string | number }[] }
 }
 
-export interface Rule {
+interface Rule {
   apiGroups?: string[]
   resources?: string[]
   resourceNames?: string[]
@@ -123,7 +123,7 @@ export interface NetworkPolicy extends K8sObject {
   }
 }
 
-export interface Webhook {
+interface Webhook {
   service: { name: string; namespace: string; port: number; protocol: string }
   path: string
   timeout: string
@@ -137,7 +137,7 @@ export interface CompositeController extends K8sObject {
   }
 }
 
-export const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection', '*']
+const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection', '*']
 export const KOLLECT_PLURALS = ['kollectprofiles', 'kollecttargets', 'kollectsinks', 'kollectinventories', 'kollectscopes']
 
 /** Every document of a YAML stream; any parse error or warning fails, naming the file. */

@@ -138,7 +138,10 @@ test('RBAC: the pod gets discovery, per-namespace Secret reads and its Lease onl
   const bindings = [...all<Binding>(base, 'ClusterRoleBinding'), ...all<Binding>(base, 'RoleBinding')]
   assert.deepEqual(bindings.map((b) => b.roleRef.name), ['kollect-discovery', 'kollect-leader'], 'kollect-exporter is not bound cluster-wide by the base')
   // Leader election: the exporter's one Lease, in its own namespace.
-  assert.deepEqual(only<Role>(base, 'Role', 'kollect-leader').rules, [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }, { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kollect-exporter'], verbs: ['get', 'update'] }])
+  assert.deepEqual(only<Role>(base, 'Role', 'kollect-leader').rules, [
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kollect-exporter'], verbs: ['get', 'update'] },
+  ])
   for (const b of bindings) assert.deepEqual(b.subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
 
   const example = k8sObjects(parseDocs(readRepoFile('manifests/exporter-secrets-rolebinding.example.yaml'), 'example'))
@@ -284,7 +287,8 @@ test('the runtime file set the Dockerfile copies starts both processes and finds
     KOLLECT_LOG_LEVEL: 'warn',
   }
 
-  const found = spawnSync(process.execPath, ['--input-type=module', '-e', "const m = await import('./dist/api/crd-schemas.js'); console.log(m.findCrdDir()); m.crdForKind('KollectTarget')"], { cwd: app, env, encoding: 'utf8' })
+  const script = "const m = await import('./dist/api/crd-schemas.js'); console.log(m.findCrdDir()); m.crdForKind('KollectTarget')"
+  const found = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, env, encoding: 'utf8' })
   assert.equal(found.status, 0, found.stderr)
   assert.equal(found.stdout.trim(), join(app, 'manifests', 'crds'))
   // Hub mode is the same image: its modules resolve within the copied set.

@@ -131,7 +131,11 @@ test('the Grafana dashboard ConfigMap carries dashboards/kollect.json, labelled 
   }
   // What the issue asks the dashboard to show, by the series it reads.
   const exprs = graphs.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join('\n')
-  for (const name of ['kollect_hook_duration_seconds_count', 'kollect_hook_duration_seconds_bucket', 'kollect_hook_shed_total', 'kollect_extraction_errors_total', 'kollect_exports_total', 'kollect_sink_last_success_age_seconds', 'kollect_exports_pending', 'kollect_exporter_held_bytes', 'kollect_exporter_process_resident_memory_bytes']) {
+  for (const name of [
+    'kollect_hook_duration_seconds_count', 'kollect_hook_duration_seconds_bucket', 'kollect_hook_shed_total', 'kollect_extraction_errors_total',
+    'kollect_exports_total', 'kollect_sink_last_success_age_seconds', 'kollect_exports_pending', 'kollect_exporter_held_bytes',
+    'kollect_exporter_process_resident_memory_bytes',
+  ]) {
     assert.ok(exprs.includes(name), `the dashboard shows ${name}`)
   }
 })

@@ -4,7 +4,7 @@
 import { createMetrics } from '../../server/process/metrics.js'
 
 /** Labels Prometheus adds to every series scraped through the chart's ServiceMonitor. */
-export const TARGET_LABELS = ['namespace', 'job', 'pod', 'service', 'instance', 'container', 'endpoint']
+const TARGET_LABELS = ['namespace', 'job', 'pod', 'service', 'instance', 'container', 'endpoint']
 
 const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right'])
 

@@ -151,7 +151,8 @@ test('scenario 5: a hub stopped mid-catch-up, restarted with newer messages befo
   const { metrics } = await b.startHub()
 
   // No further spoke change: the hub reaches the latest marker by itself.
-  await pollUntil('hub exported the latest marker to Git and PostgreSQL', async () => (await b.exported()) === checksum(items) && (await b.replicasRows(43)) === 3, { timeoutMs: (ACK_WAIT_S + 40) * 1000 })
+  await pollUntil('hub exported the latest marker to Git and PostgreSQL',
+    async () => (await b.exported()) === checksum(items) && (await b.replicasRows(43)) === 3, { timeoutMs: (ACK_WAIT_S + 40) * 1000 })
   assert.equal(await b.replicasRows(42), N / 2)
   assert.equal(await b.replicasRows(43), 3)
   const rereads = (await metrics.rereads.get()).values.find((v) => v.labels.cluster === 'east')?.value ?? 0

@@ -73,7 +73,8 @@ test('a hub crash between the sinks confirming and the ack: redelivered, no dupl
   }, { timeoutMs: 30_000 })
   const commits = async () => (await gitLog(remote, 'main')).filter((c) => c.trailers['Kollect-Cluster'])
   const snapshotRows = () => pg.query('SELECT checksum, changed FROM "public"."kollect_items_snapshots" WHERE cluster = $1 ORDER BY id', ['east'])
-  const rowsWithReplicas = async (n: number) => Number((await pg.query(`SELECT count(*) AS n FROM "public"."kollect_items" WHERE cluster = 'east' AND attributes->>'replicas' = $1`, [String(n)]))[0]?.n)
+  const rowsWithReplicas = async (n: number) => Number((await pg.query(
+    `SELECT count(*) AS n FROM "public"."kollect_items" WHERE cluster = 'east' AND attributes->>'replicas' = $1`, [String(n)]))[0]?.n)
 
   // First export through a healthy hub.
   let hub = await startHub()

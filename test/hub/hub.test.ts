@@ -62,7 +62,11 @@ describe('hub mode (real nats-server, git and PostgreSQL)', () => {
 
   async function startHub(): Promise<{ hub: Hub; metrics: HubMetrics }> {
     const metrics = createHubMetrics()
-    const hub = new Hub({ config: parseHubConfig(hubConfigText()), metrics, log: (level, msg, fields) => { if (process.env.HUB_DEBUG) console.error(level, msg, fields) }, backoff: { minMs: 50, maxMs: 500, factor: 2 } })
+    const hub = new Hub({
+      config: parseHubConfig(hubConfigText()), metrics,
+      log: (level, msg, fields) => { if (process.env.HUB_DEBUG) console.error(level, msg, fields) },
+      backoff: { minMs: 50, maxMs: 500, factor: 2 },
+    })
     cleanups.push(() => hub.stop())
     await hub.start()
     return { hub, metrics }

@@ -42,7 +42,9 @@ async function exported(t: TestContext, spec: KollectSinkSpec, root: string) {
     observer: { onDrift: (e) => checks.push(e) },
   })
   t.after(() => exporter.close())
-  const composition: InventoryComposition = { inventory: INV, generation: 1, targets: [TARGET], sinks: [{ namespace: 'team-a', name: 'record', spec }], debounceMs: 1_000, maxWaitMs: 10_000, suspend: false }
+  const composition: InventoryComposition = {
+    inventory: INV, generation: 1, targets: [TARGET], sinks: [{ namespace: 'team-a', name: 'record', spec }], debounceMs: 1_000, maxWaitMs: 10_000, suspend: false,
+  }
   await exporter.applyInventory(composition)
   const resync = async () => {
     await exporter.reportTarget({ target: TARGET, generation: 1, checksum: '', items: ITEMS, failedKeys: [] })

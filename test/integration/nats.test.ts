@@ -611,7 +611,8 @@ describe('nats sink (real nats-server with JetStream)', () => {
       { reason: 'another after-state of the item', other: itemMessageId(from(), 'changed', key, a, b), same: false },
       { reason: 'another before-state of the item', other: itemMessageId(from(), 'changed', key, b, a2), same: false },
       { reason: 'the same change after a later recorded export (A→B→A→B)', other: itemMessageId(from({ revision: 8 }), 'changed', key, a, a2), same: false },
-      { reason: 'the same change after an unrecorded event of this item (added, removed, added again)', other: itemMessageId(from({ positions: new Map([[key, 140]]) }), 'changed', key, a, a2), same: false },
+      { reason: 'the same change after an unrecorded event of this item (added, removed, added again)',
+        other: itemMessageId(from({ positions: new Map([[key, 140]]) }), 'changed', key, a, a2), same: false },
       { reason: 'an unrecorded event of another item changes nothing', other: itemMessageId(from({ positions: new Map([[itemKey(b!), 140]]) }), 'changed', key, a, a2), same: true },
       { reason: 'the same change in another inventory on the same stream', other: itemMessageId(from({ token: 'other' }), 'changed', key, a, a2), same: false },
     ]

@@ -187,7 +187,9 @@ describe('GitLab provider against the recorded contract', () => {
 describe('forge answers, classified', () => {
   test('statuses map to the ReviewError kinds', () => {
     const kinds = [400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503].map((s) => `${s} ${kindOf(s)}`)
-    assert.deepEqual(kinds, ['400 invalid', '401 auth', '403 forbidden', '404 not-found', '405 invalid', '409 invalid', '422 invalid', '429 transient', '500 transient', '502 transient', '503 transient'])
+    assert.deepEqual(kinds, [
+      '400 invalid', '401 auth', '403 forbidden', '404 not-found', '405 invalid', '409 invalid', '422 invalid', '429 transient', '500 transient', '502 transient', '503 transient',
+    ])
   })
 
   test("the forge's message is echoed on one line and cut to 200 characters", () => {

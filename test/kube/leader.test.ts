@@ -152,7 +152,10 @@ test('a holder stopped inside its debounce and resumed after a takeover writes n
   const others: ResolvedSink[] = [
     { namespace: 'team-a', name: 'db', spec: { type: 'postgres', cluster: 'lab-west', secretRef: { name: 'paused-pg' }, postgres: { table: 'paused_items' } } },
     { namespace: 'team-a', name: 'events', spec: { type: 'nats', cluster: 'lab-west', nats: natsSpec } },
-    { namespace: 'team-a', name: 'objects', spec: { type: 's3', cluster: 'lab-west', secretRef: { name: 'paused-s3' }, s3: { bucket: s3.bucket, endpoint: s3.endpoint, pathStyle: true, layout: 'document', keepSnapshots: 100 } } },
+    {
+      namespace: 'team-a', name: 'objects',
+      spec: { type: 's3', cluster: 'lab-west', secretRef: { name: 'paused-s3' }, s3: { bucket: s3.bucket, endpoint: s3.endpoint, pathStyle: true, layout: 'document', keepSnapshots: 100 } },
+    },
   ]
   const reader = new NatsService(natsSettings({ id: 'test/reader', spec: { type: 'nats', nats: natsSpec }, credentials: {}, dataDir: '/nonexistent' }))
   t.after(() => reader.close())

@@ -108,7 +108,8 @@ test('fanned-out reports let the standby take over and export one change with ev
   assert.equal(await isReady(standby), true, 'the standby holds the lease')
 
   const { commits, doc } = await exported()
-  assert.deepEqual(commits, ['kollect: team-a/prod-inventory +16 ~0 -0 (16 items)', 'kollect: team-a/prod-inventory +0 ~1 -0 (16 items)'], 'one commit with only the change, over every target\'s items')
+  assert.deepEqual(commits, ['kollect: team-a/prod-inventory +16 ~0 -0 (16 items)', 'kollect: team-a/prod-inventory +0 ~1 -0 (16 items)'],
+    'one commit with only the change, over every target\'s items')
   assert.equal(doc?.items.length, 16)
   const images = JSON.stringify(doc?.items.filter((item) => item.name === 't2-web-0'))
   assert.ok(images.includes(NEW_IMAGE), `the change is in the first export: ${images}`)

@@ -139,7 +139,10 @@ subjects: [{kind: Group, name: auditors, apiGroup: rbac.authorization.k8s.io}]
 test('leader election: the exporter creates, reads and renews its own Lease in the release namespace, and no other', async () => {
   const sa = cp.impersonating('system:serviceaccount:wide-system:wide-kollect')
   const own = leaseApi(sa, 'wide-system', 'wide-kollect-exporter')
-  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'wide-kollect-exporter', namespace: 'wide-system' }, spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 15 } }
+  const lease = {
+    apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'wide-kollect-exporter', namespace: 'wide-system' },
+    spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 15 },
+  }
   assert.equal(await own.create(lease), true)
   const read = await own.read()
   assert.equal(read?.spec?.holderIdentity, 'pod-a')

@@ -102,7 +102,10 @@ before(async () => {
   listener = await recordingListener()
   hooks = await startHooksServer({ KOLLECT_HOOK_TOKEN: TOKEN, KOLLECT_SECRET_TEAM_B__TEAMB_GIT__TOKEN: TEAM_B_TOKEN }, { beforeListen: addFutureRoutes })
   // The exporter sidecar's API over the hooks server's exporter, as main-exporter builds it.
-  exporterApi = await buildExporterApp({ exporter: hooks.exporter, auth: hooks.config.hookAuth, bodyLimit: 1024 * 1024, reportBodyLimit: reportBodyLimit(hooks.exporter.budgetBytes.namespace), maxJsonDepth: 512, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter') })
+  exporterApi = await buildExporterApp({
+    exporter: hooks.exporter, auth: hooks.config.hookAuth, bodyLimit: 1024 * 1024, reportBodyLimit: reportBodyLimit(hooks.exporter.budgetBytes.namespace),
+    maxJsonDepth: 512, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter'),
+  })
   addFutureRoutes(exporterApi)
   hubApi = await buildHubApp({ metrics: createHubMetrics(), ready: () => true })
   addFutureRoutes(hubApi)

@@ -72,7 +72,10 @@ const mutate = (base: () => Body, f: (b: Body) => void) => {
 const TOO_DEEP = { status: 400, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', message: /^request body nests deeper than the limit of 512 levels$/ }
 const extracted = (n: number) => ({ status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'Extracted', message: new RegExp(`^${n} of ${n} matched objects extracted$`) } })
 const resolved = { status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'Resolved', message: /^1 targets, 1 sinks$/ } }
-const profileInvalid = (fragment: string) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: new RegExp(`^KollectProfile deployments-basic: ${esc(fragment)}`) } })
+const profileInvalid = (fragment: string) => ({
+  status: 200 as const,
+  condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: new RegExp(`^KollectProfile deployments-basic: ${esc(fragment)}`) },
+})
 const extractedWithErrors = { status: 200 as const, condition: { type: 'Ready', status: 'True', reason: 'ExtractedWithErrors', message: /^1 of 1 objects had extraction errors$/ } }
 const resourceLimit = (message: RegExp) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ResourceLimit', message } })
 const lastError = (re: RegExp) => (res: RawResponse) => assert.match(String(statusOf(res).lastError), re)
@@ -136,7 +139,15 @@ const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 // kubectl apply keeps the applied manifest, data included, in an annotation.
 const secretObject = (name: string): KubeObject => ({
   apiVersion: 'v1', kind: 'Secret', type: 'Opaque',
-  metadata: { name, namespace: 'team-a', uid: `uid-secret-${name}`, labels: { app: 'db' }, annotations: { [LAST_APPLIED]: json({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'team-a' }, data: { password: SECRET_VALUES[1] }, stringData: { token: SECRET_VALUES[2] }, extra: { apiKey: SECRET_VALUES[0] } }) } },
+  metadata: {
+    name, namespace: 'team-a', uid: `uid-secret-${name}`, labels: { app: 'db' },
+    annotations: {
+      [LAST_APPLIED]: json({
+        apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'team-a' },
+        data: { password: SECRET_VALUES[1] }, stringData: { token: SECRET_VALUES[2] }, extra: { apiKey: SECRET_VALUES[0] },
+      }),
+    },
+  },
   data: { password: SECRET_VALUES[1] }, stringData: { token: SECRET_VALUES[2] },
 })
 const secretSync = (scopes: KubeObject[], matchPolicy?: string) => {
@@ -176,9 +187,17 @@ const namespacedTarget = (namespaces: string[], scopes: KubeObject[] = []) =>
   json(targetSyncRequest([deployment(1), deployment(2, { namespace: 'team-b' }), deployment(3, { namespace: 'kube-system' })], { target: targetWith({ namespaces }), scopes }))
 
 // ---- output much larger than the request: the exporter's item budget ----
-const refusedBy = (namespace: string, items: number) => ({ status: 200 as const, condition: { type: 'Ready', status: 'False', reason: 'ResourceLimit', message: new RegExp(`^the exporter refused ${items} items \\(\\d+ bytes\\): namespace ${namespace} holds \\d+ bytes of items and its share is ${NAMESPACE_SHARE} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE$`) } })
+const refusedBy = (namespace: string, items: number) => ({
+  status: 200 as const,
+  condition: {
+    type: 'Ready', status: 'False', reason: 'ResourceLimit',
+    message: new RegExp(`^the exporter refused ${items} items \\(\\d+ bytes\\): namespace ${namespace} holds \\d+ bytes of items ` +
+      `and its share is ${NAMESPACE_SHARE} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE$`),
+  },
+})
 const refusedBytes = (res: RawResponse) => Number(/refused \d+ items \((\d+) bytes\)/.exec(conditionOf(res, 'Ready')?.message ?? '')?.[1])
-const heldBy = async (server: HooksServer, namespace: string): Promise<number> => (await server.metrics.registry.getSingleMetric('kollect_namespace_held_bytes')?.get())?.values.find((v) => v.labels['namespace'] === namespace)?.value ?? 0
+const heldBy = async (server: HooksServer, namespace: string): Promise<number> =>
+  (await server.metrics.registry.getSingleMetric('kollect_namespace_held_bytes')?.get())?.values.find((v) => v.labels['namespace'] === namespace)?.value ?? 0
 const DOUBLED = doublingCel(10) // 12-character names → 12 KiB strings
 const EMPTY_MAPS = "object.metadata.annotations.pad.split('').map(c, {})" // 20,000 empty maps: 60 KB of JSON per object
 const PAD = { pad: 'x'.repeat(20_000) }
@@ -190,7 +209,10 @@ const sinkSecretSync = (secretRef: Record<string, unknown>, scopes: KubeObject[]
   json(syncRequest(controllerFor('kollect-sinks'), fileSink('team-a', 'creds', { secretRef }), relatedMap([TYPES.scope], { [TYPES.scope]: scopes })))
 const secretDenied = (ref: string, scopes = '(no KollectScope: own namespace only)') => ({
   status: 200 as const,
-  condition: { type: 'Ready', status: 'False', reason: 'ScopeSecretDenied', message: new RegExp(`^Secret ${esc(ref)} of KollectSink team-a/creds is not allowed by the scope of namespace team-a ${esc(scopes)}$`) },
+  condition: {
+    type: 'Ready', status: 'False', reason: 'ScopeSecretDenied',
+    message: new RegExp(`^Secret ${esc(ref)} of KollectSink team-a/creds is not allowed by the scope of namespace team-a ${esc(scopes)}$`),
+  },
 })
 const grant = (namespace: string, name: string) => ({ allowedSecrets: [{ namespace, name }] })
 
@@ -199,12 +221,14 @@ const CASES: Case[] = [
   { reason: 'targets: empty body', route: T, body: '', expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(ENDS_EARLY) } },
   ...CUTS.map((at): Case => ({ reason: `targets: request cut at ${at}`, route: T, body: cutAt(TARGET_TEXT, at), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } })),
   { reason: 'inventories: empty body', route: I, body: '', expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(ENDS_EARLY) } },
-  ...CUTS.map((at): Case => ({ reason: `inventories: request cut at ${at}`, route: I, body: cutAt(INVENTORY_TEXT, at), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } })),
+  ...CUTS.map((at): Case => ({ reason: `inventories: request cut at ${at}`, route: I, body: cutAt(INVENTORY_TEXT, at),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } })),
   { reason: 'targets: NaN literal', route: T, body: '{"parent": NaN}', expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } },
   { reason: 'targets: trailing garbage after the object', route: T, body: TARGET_TEXT + ' xyz', expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } },
   { reason: 'targets: JavaScript comment', route: T, body: '// hi\n' + TARGET_TEXT, expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } },
   { reason: 'targets: single-quoted keys', route: T, body: "{'parent':{}}", expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } },
-  { reason: 'targets: invalid UTF-8 bytes between tokens', route: T, body: Buffer.concat([Buffer.from('{"parent":'), Buffer.from([0xff, 0xfe]), Buffer.from('}')]), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } },
+  { reason: 'targets: invalid UTF-8 bytes between tokens', route: T, body: Buffer.concat([Buffer.from('{"parent":'), Buffer.from([0xff, 0xfe]), Buffer.from('}')]),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } },
   { reason: 'inventories: NaN literal', route: I, body: '{"parent": NaN}', expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson() } },
 
   // -- wrong types, worker path and schema path --
@@ -236,27 +260,48 @@ const CASES: Case[] = [
     expect: TOO_DEEP,
     check: (_res, server) => assert.equal(server.exporter.inventoryState({ namespace: 'team-a', name: 'deep-sink' }), null),
   },
-  { reason: 'targets/finalize: a 10,000-deep parent.status (echoed in the answer)', route: ROUTES.targetFinalize, body: nestedIn(mutate(targetBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000), expect: TOO_DEEP },
-  { reason: 'inventories/finalize: a 10,000-deep parent.status', route: ROUTES.inventoryFinalize, body: nestedIn(mutate(inventoryBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000), expect: TOO_DEEP },
-  { reason: 'targets/customize: a 10,000-deep parent.spec field', route: ROUTES.targetCustomize, body: nestedIn(mutate(targetBase, (b) => { (b.parent['spec'] as Record<string, unknown>)['extra'] = 'DEEP' }), 'DEEP', 10_000), expect: TOO_DEEP },
-  { reason: 'profiles: a 10,000-deep attribute', route: P, body: nestedIn(json(syncRequest(controllerFor('kollect-profiles'), profileWith([{ name: 'x', cel: '1', extra: 'DEEP' }]), {})), 'DEEP', 10_000), expect: TOO_DEEP },
+  { reason: 'targets/finalize: a 10,000-deep parent.status (echoed in the answer)', route: ROUTES.targetFinalize,
+    body: nestedIn(mutate(targetBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000),
+    expect: TOO_DEEP },
+  { reason: 'inventories/finalize: a 10,000-deep parent.status', route: ROUTES.inventoryFinalize,
+    body: nestedIn(mutate(inventoryBase, (b) => { b.parent['status'] = { deep: 'DEEP' }; b['finalizing'] = true }), 'DEEP', 10_000),
+    expect: TOO_DEEP },
+  { reason: 'targets/customize: a 10,000-deep parent.spec field', route: ROUTES.targetCustomize,
+    body: nestedIn(mutate(targetBase, (b) => { (b.parent['spec'] as Record<string, unknown>)['extra'] = 'DEEP' }), 'DEEP', 10_000),
+    expect: TOO_DEEP },
+  { reason: 'profiles: a 10,000-deep attribute', route: P,
+    body: nestedIn(json(syncRequest(controllerFor('kollect-profiles'), profileWith([{ name: 'x', cel: '1', extra: 'DEEP' }]), {})), 'DEEP', 10_000),
+    expect: TOO_DEEP },
   { reason: 'sinks: a 10,000-deep spec field', route: S, body: nestedIn(sinkSync('deep', { file: { path: 'DEEP' } }), 'DEEP', 10_000), expect: TOO_DEEP },
   { reason: 'targets: 10 MiB annotation, within the body limit', route: T, body: json(targetSyncRequest([bigAnnotation(TEN_MIB), deployment(2)])), expect: extracted(2), maxMs: 3000 },
-  { reason: 'inventories: 10 MiB annotation, within the body limit', route: I, body: (() => { const b = inventorySync() as unknown as Body; b.parent.metadata['annotations'] = { big: TEN_MIB }; return json(b) })(), expect: resolved },
+  { reason: 'inventories: 10 MiB annotation, within the body limit', route: I,
+    body: (() => { const b = inventorySync() as unknown as Body; b.parent.metadata['annotations'] = { big: TEN_MIB }; return json(b) })(),
+    expect: resolved },
   { reason: 'targets: body over KOLLECT_HOOK_BODY_LIMIT', server: 'small', route: T, body: json(targetSyncRequest([bigAnnotation('x'.repeat(SMALL_LIMIT))])), expect: { status: 413, code: 'KOLLECT_ERR_HOOK_BODY_TOO_LARGE', message: /^request body is larger than the limit of 65536 bytes$/ } },
   { reason: 'inventories: body over KOLLECT_HOOK_BODY_LIMIT', server: 'small', route: I, body: (() => { const b = inventorySync() as unknown as Body; b.parent.metadata['annotations'] = { big: 'x'.repeat(SMALL_LIMIT) }; return json(b) })(), expect: { status: 413, code: 'KOLLECT_ERR_HOOK_BODY_TOO_LARGE', message: /^request body is larger than the limit of 65536 bytes$/ } },
-  { reason: 'profiles: body over KOLLECT_HOOK_BODY_LIMIT', server: 'small', route: P, body: json({ parent: { metadata: { name: 'p' }, spec: { pad: 'x'.repeat(SMALL_LIMIT) } } }), expect: { status: 413, code: 'KOLLECT_ERR_HOOK_BODY_TOO_LARGE' } },
+  { reason: 'profiles: body over KOLLECT_HOOK_BODY_LIMIT', server: 'small', route: P, body: json({ parent: { metadata: { name: 'p' }, spec: { pad: 'x'.repeat(SMALL_LIMIT) } } }),
+    expect: { status: 413, code: 'KOLLECT_ERR_HOOK_BODY_TOO_LARGE' } },
 
   // -- prototype pollution --
-  { reason: 'targets: __proto__ at top level', route: T, body: '{"__proto__":{"polluted":true},' + TARGET_TEXT.slice(1), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'targets: constructor.prototype at top level', route: T, body: '{"constructor":{"prototype":{"polluted":true}},' + TARGET_TEXT.slice(1), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'targets: __proto__ nested in a Deployment label map', route: T, body: TARGET_TEXT.replace('"labels":{', '"labels":{"__proto__":{"polluted":true},'), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'targets: constructor nested in the related map', route: T, body: TARGET_TEXT.replace('"related":{', '"related":{"constructor":{"prototype":{"polluted":true}},'), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'targets: __proto__ spelled with a \\u005f escape', route: T, body: '{"\\u005f_proto__":{"polluted":true},' + TARGET_TEXT.slice(1), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'inventories: __proto__ at top level', route: I, body: '{"__proto__":{"polluted":true},' + INVENTORY_TEXT.slice(1), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'inventories: constructor nested in parent.spec', route: I, body: INVENTORY_TEXT.replace('"spec":{', '"spec":{"constructor":{"prototype":{"polluted":true}},'), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'profiles: __proto__ nested in spec.attributes', route: P, body: json(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {})).replace('"attributes":[{', '"attributes":[{"__proto__":{"polluted":true},'), expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
-  { reason: 'targets: query string with __proto__[polluted] is ignored', route: T, rawPath: `${T}?x=1&__proto__[polluted]=1&constructor[prototype][polluted]=1`, body: TARGET_TEXT, expect: extracted(2) },
+  { reason: 'targets: __proto__ at top level', route: T, body: '{"__proto__":{"polluted":true},' + TARGET_TEXT.slice(1),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'targets: constructor.prototype at top level', route: T, body: '{"constructor":{"prototype":{"polluted":true}},' + TARGET_TEXT.slice(1),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'targets: __proto__ nested in a Deployment label map', route: T, body: TARGET_TEXT.replace('"labels":{', '"labels":{"__proto__":{"polluted":true},'),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'targets: constructor nested in the related map', route: T, body: TARGET_TEXT.replace('"related":{', '"related":{"constructor":{"prototype":{"polluted":true}},'),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'targets: __proto__ spelled with a \\u005f escape', route: T, body: '{"\\u005f_proto__":{"polluted":true},' + TARGET_TEXT.slice(1),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'inventories: __proto__ at top level', route: I, body: '{"__proto__":{"polluted":true},' + INVENTORY_TEXT.slice(1),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'inventories: constructor nested in parent.spec', route: I, body: INVENTORY_TEXT.replace('"spec":{', '"spec":{"constructor":{"prototype":{"polluted":true}},'),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'profiles: __proto__ nested in spec.attributes', route: P,
+    body: json(syncRequest(controllerFor('kollect-profiles'), loadExampleCr('profile-deployments.yaml'), {})).replace('"attributes":[{', '"attributes":[{"__proto__":{"polluted":true},'),
+    expect: { status: 400, code: 'KOLLECT_ERR_HOOK_BAD_JSON', message: badJson(FORBIDDEN_PROTO) } },
+  { reason: 'targets: query string with __proto__[polluted] is ignored', route: T, rawPath: `${T}?x=1&__proto__[polluted]=1&constructor[prototype][polluted]=1`, body: TARGET_TEXT,
+    expect: extracted(2) },
 
   // -- names are data --
   { reason: 'targets: target "../../etc/passwd" in namespace ".." (objects named ../../…)', route: T, body: namedTarget('..', '../../etc/passwd'), expect: extracted(2) },
@@ -308,7 +353,8 @@ const CASES: Case[] = [
   { reason: 'sinks: absolute file path template', route: S, body: sinkSync('x', { file: { path: '/etc/{name}' } }), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidConfig', message: /^spec\.file\.path: must be relative/ } } },
   { reason: 'sinks: git path template with backslash traversal', route: S, body: json(syncRequest(controllerFor('kollect-sinks'), { ...meta('KollectSink', 'team-a', 'x'), spec: { type: 'git', git: { path: '..\\..\\{name}.json' } } }, {})), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidConfig', message: /^spec\.git\.path: must be relative and must not contain "\.\."$/ } } },
   { reason: 'sinks: unknown placeholder in the path template', route: S, body: sinkSync('x', { file: { path: '{cluster}/{__proto__}.json' } }), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidConfig', message: /^spec\.file\.path: unknown placeholder \{__proto__\}$/ } } },
-  { reason: 'sinks: sink named "../../x" with an RTL override is valid data', route: S, body: sinkSync('../../x\u202E', {}), expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
+  { reason: 'sinks: sink named "../../x" with an RTL override is valid data', route: S, body: sinkSync('../../x\u202E', {}),
+    expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
   { reason: 'sinks: cluster label "../x" is refused by the schema', route: S, body: sinkSync('x', { cluster: '../x' }), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidConfig', message: /^spec\.cluster: must match pattern/ } } },
 
   ...PG_DSNS.map(([name, , refusal]): Case => ({
@@ -320,30 +366,47 @@ const CASES: Case[] = [
   })),
 
   // -- profiles: duplicates, JSONPath scripts --
-  { reason: 'targets: duplicate attribute names', route: T, body: withProfile([{ name: 'x', cel: '1' }, { name: 'x', cel: '2' }]), expect: profileInvalid('spec.attributes[1].name (x): duplicate attribute name "x"') },
+  { reason: 'targets: duplicate attribute names', route: T, body: withProfile([{ name: 'x', cel: '1' }, { name: 'x', cel: '2' }]),
+    expect: profileInvalid('spec.attributes[1].name (x): duplicate attribute name "x"') },
   { reason: 'profiles: duplicate attribute names', route: P, body: json(syncRequest(controllerFor('kollect-profiles'), profileWith([{ name: 'x', cel: '1' }, { name: 'x', cel: '2' }]), {})), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidSpec', message: /duplicate attribute name "x"$/ } } },
-  { reason: 'targets: 129 attributes (over the limit)', route: T, body: withProfile(Array.from({ length: 129 }, (_, i) => ({ name: `a${i}`, cel: '1' }))), expect: profileInvalid('spec.attributes: profile has 129 attributes; the limit is 128') },
-  { reason: 'targets: JSONPath $..[?(@.constructor)]', route: T, body: withProfile([{ name: 'x', jsonPath: '$..[?(@.constructor)]' }]), expect: profileInvalid('spec.attributes[0].jsonPath (x): filter expressions "?()" are not supported; use a CEL attribute at position 4') },
-  { reason: 'targets: JSONPath script (@.length-1)', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec.template.spec.containers[(@.length-1)]' }]), expect: profileInvalid('spec.attributes[0].jsonPath (x): script expressions "()" are not supported; use a CEL attribute at position 32') },
-  { reason: 'targets: JSONPath filter ?(@.replicas > 1)', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec[?(@.replicas > 1)]' }]), expect: profileInvalid('spec.attributes[0].jsonPath (x): filter expressions "?()" are not supported; use a CEL attribute at position 7') },
-  { reason: 'targets: JSONPath with backticks', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec.`constructor`' }]), expect: profileInvalid('spec.attributes[0].jsonPath (x): backticks are not supported at position 7') },
-  { reason: 'targets: JSONPath with a bare @ reference', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec[@.replicas]' }]), expect: profileInvalid('spec.attributes[0].jsonPath (x): "@" references are not supported; use a CEL attribute at position 7') },
-  { reason: 'targets: JSONPath ?( with whitespace and a function call', route: T, body: withProfile([{ name: 'x', jsonPath: "$..[? (process.exit(1))]" }]), expect: profileInvalid('spec.attributes[0].jsonPath (x): filter expressions "?()" are not supported; use a CEL attribute at position 4') },
-  { reason: "targets: JSONPath $['constructor']['prototype'] is plain data (missing → null)", route: T, body: withProfile([{ name: 'x', jsonPath: "$['constructor']['prototype']" }]), expect: extracted(1) },
+  { reason: 'targets: 129 attributes (over the limit)', route: T, body: withProfile(Array.from({ length: 129 }, (_, i) => ({ name: `a${i}`, cel: '1' }))),
+    expect: profileInvalid('spec.attributes: profile has 129 attributes; the limit is 128') },
+  { reason: 'targets: JSONPath $..[?(@.constructor)]', route: T, body: withProfile([{ name: 'x', jsonPath: '$..[?(@.constructor)]' }]),
+    expect: profileInvalid('spec.attributes[0].jsonPath (x): filter expressions "?()" are not supported; use a CEL attribute at position 4') },
+  { reason: 'targets: JSONPath script (@.length-1)', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec.template.spec.containers[(@.length-1)]' }]),
+    expect: profileInvalid('spec.attributes[0].jsonPath (x): script expressions "()" are not supported; use a CEL attribute at position 32') },
+  { reason: 'targets: JSONPath filter ?(@.replicas > 1)', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec[?(@.replicas > 1)]' }]),
+    expect: profileInvalid('spec.attributes[0].jsonPath (x): filter expressions "?()" are not supported; use a CEL attribute at position 7') },
+  { reason: 'targets: JSONPath with backticks', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec.`constructor`' }]),
+    expect: profileInvalid('spec.attributes[0].jsonPath (x): backticks are not supported at position 7') },
+  { reason: 'targets: JSONPath with a bare @ reference', route: T, body: withProfile([{ name: 'x', jsonPath: '$.spec[@.replicas]' }]),
+    expect: profileInvalid('spec.attributes[0].jsonPath (x): "@" references are not supported; use a CEL attribute at position 7') },
+  { reason: 'targets: JSONPath ?( with whitespace and a function call', route: T, body: withProfile([{ name: 'x', jsonPath: "$..[? (process.exit(1))]" }]),
+    expect: profileInvalid('spec.attributes[0].jsonPath (x): filter expressions "?()" are not supported; use a CEL attribute at position 4') },
+  { reason: "targets: JSONPath $['constructor']['prototype'] is plain data (missing → null)", route: T, body: withProfile([{ name: 'x', jsonPath: "$['constructor']['prototype']" }]),
+    expect: extracted(1) },
   { reason: 'profiles: JSONPath filter names the jsonPath field', route: P, body: json(syncRequest(controllerFor('kollect-profiles'), profileWith([{ name: 'x', jsonPath: '$..[?(@.constructor)]' }]), {})), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidExpression', message: /^spec\.attributes\[0\]\.jsonPath \(x\): filter expressions/ } } },
 
   // -- CEL --
   { reason: 'targets: CEL integer overflow 9223372036854775807 + 1', route: T, body: withProfile([{ name: 'x', cel: '9223372036854775807 + 1' }]), expect: extractedWithErrors, check: lastError(/^team-a\/web-00001: x: integer overflow: 9223372036854775808$/) },
   { reason: 'targets: CEL division by zero', route: T, body: withProfile([{ name: 'x', cel: '1 / (size(object.metadata.name) - 9)' }]), expect: extractedWithErrors, check: lastError(/^team-a\/web-00001: x: division by zero$/) },
   { reason: "targets: CEL int('x')", route: T, body: withProfile([{ name: 'x', cel: "int('x')" }]), expect: extractedWithErrors, check: lastError(/^team-a\/web-00001: x: int\(\) type error: cannot convert to int$/) },
-  { reason: 'targets: CEL macros nested 3 deep (limit 2)', route: T, body: withProfile([{ name: 'x', cel: '[1].map(a,[1].map(b,[1].map(c,1)))' }]), expect: profileInvalid('spec.attributes[0].cel (x): comprehension macros nest 3 deep; the limit is 2 at position 20') },
-  { reason: 'targets: CEL expression of 5,000 characters (limit 4096)', route: T, body: withProfile([{ name: 'x', cel: `"${'a'.repeat(4998)}"` }]), expect: profileInvalid('spec.attributes[0].cel (x): expression is 5000 characters; the limit is 4096') },
-  { reason: "targets: catastrophic matches('(a+)+$') over 50,000 characters finishes fast", route: T, body: withProfile([{ name: 'x', cel: "object.metadata.annotations.big.matches('(a+)+$')" }], bigAnnotation('a'.repeat(50_000) + '!')), expect: extracted(1), maxMs: 1500 },
-  { reason: "targets: catastrophic matches('^(a|aa)+$') over 50,000 characters finishes fast", route: T, body: withProfile([{ name: 'x', cel: "object.metadata.annotations.big.matches('^(a|aa)+$')" }], bigAnnotation('a'.repeat(50_000) + '!')), expect: extracted(1), maxMs: 1500 },
+  { reason: 'targets: CEL macros nested 3 deep (limit 2)', route: T, body: withProfile([{ name: 'x', cel: '[1].map(a,[1].map(b,[1].map(c,1)))' }]),
+    expect: profileInvalid('spec.attributes[0].cel (x): comprehension macros nest 3 deep; the limit is 2 at position 20') },
+  { reason: 'targets: CEL expression of 5,000 characters (limit 4096)', route: T, body: withProfile([{ name: 'x', cel: `"${'a'.repeat(4998)}"` }]),
+    expect: profileInvalid('spec.attributes[0].cel (x): expression is 5000 characters; the limit is 4096') },
+  { reason: "targets: catastrophic matches('(a+)+$') over 50,000 characters finishes fast", route: T,
+    body: withProfile([{ name: 'x', cel: "object.metadata.annotations.big.matches('(a+)+$')" }], bigAnnotation('a'.repeat(50_000) + '!')),
+    expect: extracted(1), maxMs: 1500 },
+  { reason: "targets: catastrophic matches('^(a|aa)+$') over 50,000 characters finishes fast", route: T,
+    body: withProfile([{ name: 'x', cel: "object.metadata.annotations.big.matches('^(a|aa)+$')" }], bigAnnotation('a'.repeat(50_000) + '!')),
+    expect: extracted(1), maxMs: 1500 },
   { reason: 'targets: backreference pattern is refused', route: T, body: withProfile([{ name: 'x', cel: "object.metadata.name.matches('(a)\\\\1')" }]), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: /^KollectProfile deployments-basic: spec\.attributes\[0\]\.cel \(x\): pattern "\(a\)\\\\1" is not allowed: .*Cannot be executed in linear time at position \d+$/ } } },
   { reason: 'targets: lookahead pattern is refused', route: T, body: withProfile([{ name: 'x', cel: "object.metadata.name.matches('a(?=b)')" }]), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ProfileInvalid', message: /pattern "a\(\?=b\)" is not allowed: .*Cannot be executed in linear time/ } } },
-  { reason: 'targets: pattern that is not a literal is refused', route: T, body: withProfile([{ name: 'x', cel: 'object.metadata.name.matches(object.metadata.name)' }]), expect: profileInvalid('spec.attributes[0].cel (x): matches() needs a string literal pattern, so it can be checked before it runs') },
-  { reason: 'targets: list literal of 1,001 elements', route: T, body: withProfile([{ name: 'x', cel: `[${Array.from({ length: 1001 }, (_, i) => i).join(',')}]` }]), expect: profileInvalid('spec.attributes[0].cel (x): Exceeded maxListElements (1000)') },
+  { reason: 'targets: pattern that is not a literal is refused', route: T, body: withProfile([{ name: 'x', cel: 'object.metadata.name.matches(object.metadata.name)' }]),
+    expect: profileInvalid('spec.attributes[0].cel (x): matches() needs a string literal pattern, so it can be checked before it runs') },
+  { reason: 'targets: list literal of 1,001 elements', route: T, body: withProfile([{ name: 'x', cel: `[${Array.from({ length: 1001 }, (_, i) => i).join(',')}]` }]),
+    expect: profileInvalid('spec.attributes[0].cel (x): Exceeded maxListElements (1000)') },
   { reason: 'targets: matchPolicy with a backreference', route: T, body: json(targetSyncRequest([deployment(1)], { target: targetWith({ matchPolicy: "object.metadata.name.matches('(a)\\\\1')" }) })), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'InvalidMatchPolicy', message: /^spec\.matchPolicy: pattern "\(a\)\\\\1" is not allowed/ } } },
   // Runtime size bounds: each of these ended the whole process in a V8 fatal error (issue 8).
   { reason: "targets: CEL string doubled 26 times by nested cel.bind, then split('')", route: T, body: withProfile([{ name: 'x', cel: doubling(26, "'ab'", (s) => `${s}.split('')`) }]), expect: resourceLimit(/^extraction stopped: attribute x: a CEL string at position \d+ has 8388608 characters; the limit is 4194304$/) },
@@ -351,7 +414,9 @@ const CASES: Case[] = [
   { reason: 'targets: CEL lists nested 28 deep sharing one value (2^28 strings once serialised)', route: T, body: withProfile([{ name: 'x', cel: doubling(28, "['x', 'y']", (s) => s, (v) => `[${v}, ${v}]`) }]), expect: resourceLimit(/^extraction stopped: attribute x: the attribute values of one object have more than 4194304 elements and characters$/) },
   { reason: 'targets: matchPolicy doubling a string 26 times', route: T, body: json(targetSyncRequest([deployment(1)], { target: targetWith({ matchPolicy: doubling(26, "'ab'", (s) => `size(${s}) > 0`) }) })), expect: resourceLimit(/^extraction stopped: matchPolicy: a CEL string at position \d+ has 8388608 characters; the limit is 4194304$/) },
   { reason: 'targets: CEL reading a 5 MiB annotation (past KOLLECT_MAX_STRING_LENGTH)', route: T, body: withProfile([{ name: 'x', cel: 'size(object.metadata.annotations.big)' }], bigAnnotation('k'.repeat(5 * 1024 * 1024))), expect: resourceLimit(/^extraction stopped: attribute x: a CEL string at position \d+ has 5242880 characters; the limit is 4194304$/) },
-  { reason: "targets: attribute named __proto__ does not pollute", route: T, body: withProfile([{ name: '__proto__', cel: "{'polluted': true}" }, { name: 'm', cel: "{'__proto__': {'polluted': true}}" }]), expect: extracted(1) },
+  { reason: "targets: attribute named __proto__ does not pollute", route: T,
+    body: withProfile([{ name: '__proto__', cel: "{'polluted': true}" }, { name: 'm', cel: "{'__proto__': {'polluted': true}}" }]),
+    expect: extracted(1) },
 
   // -- Secrets --
   { reason: 'targets: core Secret with no scope', route: T, body: secretSync([]), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeResourceDenied', message: /^Secret is not allowed by the scope of namespace team-a \(no KollectScope: own namespace only\)$/ } } },
@@ -364,7 +429,10 @@ const CASES: Case[] = [
     expect: extracted(1),
     check: async (res, server) => {
       assert.equal(statusOf(res).failedCount, 0)
-      const { files } = await exportThroughFileSink(server, { namespace: 'team-a', inventory: 'secrets-inv', target: 'secrets', sink: 'secret-files', scopes: [scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })] })
+      const { files } = await exportThroughFileSink(server, {
+        namespace: 'team-a', inventory: 'secrets-inv', target: 'secrets', sink: 'secret-files',
+        scopes: [scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })],
+      })
       const doc = files.find((f) => f.endsWith(`${path.sep}secrets-inv.json`)) as string
       const parsed = JSON.parse(readFileSync(doc, 'utf8')) as { items: { attributes: Record<string, unknown> }[] }
       assert.equal(parsed.items.length, 1)
@@ -373,13 +441,20 @@ const CASES: Case[] = [
       assert.equal((attrs['whole'] as Record<string, unknown>)['kind'], 'Secret')
       assert.ok(!('data' in (attrs['whole'] as object)) && !('stringData' in (attrs['whole'] as object)))
       assert.equal(attrs['lastApplied'], '{"apiVersion":"v1","extra":{"apiKey":"[redacted]"},"kind":"Secret","metadata":{"name":"db-creds","namespace":"team-a"}}')
-      const everything = [...walk(server.dataDir).map((f) => readFileSync(f).toString('latin1')), inspect(server.exporter, { depth: null, maxArrayLength: null, maxStringLength: null }), res.text].join('\n')
+      const everything = [
+        ...walk(server.dataDir).map((f) => readFileSync(f).toString('latin1')),
+        inspect(server.exporter, { depth: null, maxArrayLength: null, maxStringLength: null }),
+        res.text,
+      ].join('\n')
       for (const v of SECRET_VALUES) assert.ok(!everything.includes(v), `secret value ${v} leaked`)
     },
   },
 
   // An expression that only decides selection is an oracle too: matchPolicy sees what attributes see.
-  ...['has(object.data)', 'has(object.stringData)', `object.metadata.annotations['${LAST_APPLIED}'].contains('${SECRET_VALUES[1]}')`, `object.metadata.annotations['${LAST_APPLIED}'].contains('hunter2')`].map((policy): Case => ({
+  ...[
+    'has(object.data)', 'has(object.stringData)',
+    `object.metadata.annotations['${LAST_APPLIED}'].contains('${SECRET_VALUES[1]}')`, `object.metadata.annotations['${LAST_APPLIED}'].contains('hunter2')`,
+  ].map((policy): Case => ({
     reason: `targets: matchPolicy ${policy} on an allowed Secret selects nothing`,
     route: T,
     body: secretSync([scope('s', { allowedResources: [{ group: '', kind: 'Secret' }] })], policy),
@@ -403,7 +478,8 @@ const CASES: Case[] = [
 
   // -- namespaces and scopes --
   { reason: 'targets: namespaces [team-b] without a scope', route: T, body: namespacedTarget(['team-b']), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(no KollectScope: own namespace only\)$/ } }, check: (res) => { assert.deepEqual([statusOf(res).matchedCount, statusOf(res).extractedCount, conditionOf(res, 'Ready')?.message], [0, 0, '0 of 0 matched objects extracted']) } },
-  { reason: 'targets: namespaces ["*"] without a scope selects the own namespace only', route: T, body: namespacedTarget(['*']), expect: extracted(1), check: (res) => assert.equal(conditionOf(res, 'Degraded'), undefined) },
+  { reason: 'targets: namespaces ["*"] without a scope selects the own namespace only', route: T, body: namespacedTarget(['*']),
+    expect: extracted(1), check: (res) => assert.equal(conditionOf(res, 'Degraded'), undefined) },
   { reason: 'targets: deniedNamespaces wins over allowedNamespaces "*"', route: T, body: namespacedTarget(['team-a', 'kube-system'], [scope('s', { allowedNamespaces: ['*'], deniedNamespaces: ['kube-system'] })]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: kube-system \(KollectScope s\)$/ } }, check: (res) => assert.equal(statusOf(res).extractedCount, 1) },
   { reason: 'targets: two scopes intersect allowedNamespaces', route: T, body: namespacedTarget(['team-a', 'team-b'], [scope('s1', { allowedNamespaces: ['team-a', 'team-b'] }), scope('s2', { allowedNamespaces: ['team-a', 'team-c'] })]), expect: { status: 200, condition: { type: 'Degraded', status: 'True', reason: 'ScopeNamespaceDenied', message: /^namespaces not allowed by scope: team-b \(KollectScope s1, s2\)$/ } }, check: (res) => assert.equal(statusOf(res).extractedCount, 1) },
   { reason: 'targets: cluster-scoped kind without a scope allowing "*"', route: T, body: json(targetSyncRequest([], { target: targetWith({ resource: { group: '', version: 'v1', kind: 'Namespace' }, labelSelector: undefined }) })), expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeNamespaceDenied', message: /^Namespace is cluster-scoped; the scope of namespace team-a must allow all namespaces/ } } },
@@ -413,11 +489,20 @@ const CASES: Case[] = [
   // -- sinks' Secrets and whose scopes count --
   { reason: 'sinks: secretRef in another namespace without a scope', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }), expect: secretDenied('team-b/git-creds') },
   { reason: 'sinks: secretRef namespace "../team-a" is another namespace', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: '../team-a' }), expect: secretDenied('../team-a/git-creds') },
-  { reason: 'sinks: secretRef granted only by a scope in the Secret\'s own namespace', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('b', grant('team-b', 'git-creds'), 'team-b')]), expect: secretDenied('team-b/git-creds') },
-  { reason: 'sinks: secretRef granted by one of two scopes of the sink\'s namespace', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', grant('team-b', 'git-creds')), scope('z', {})]), expect: secretDenied('team-b/git-creds', '(KollectScope a, z)') },
-  { reason: 'sinks: allowedSinks is no grant for a Secret of the same name', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', { allowedSinks: [{ namespace: 'team-b', name: 'git-creds' }] })]), expect: secretDenied('team-b/git-creds', '(KollectScope a)') },
-  { reason: 'sinks: secretRef granted by every scope of the sink\'s namespace is allowed', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', grant('team-b', 'git-creds')), scope('z', grant('team-b', 'git-creds'))]), expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
-  { reason: 'sinks: secretRef naming its own namespace needs no scope', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-a' }), expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
+  { reason: 'sinks: secretRef granted only by a scope in the Secret\'s own namespace', route: S,
+    body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('b', grant('team-b', 'git-creds'), 'team-b')]),
+    expect: secretDenied('team-b/git-creds') },
+  { reason: 'sinks: secretRef granted by one of two scopes of the sink\'s namespace', route: S,
+    body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', grant('team-b', 'git-creds')), scope('z', {})]),
+    expect: secretDenied('team-b/git-creds', '(KollectScope a, z)') },
+  { reason: 'sinks: allowedSinks is no grant for a Secret of the same name', route: S,
+    body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', { allowedSinks: [{ namespace: 'team-b', name: 'git-creds' }] })]),
+    expect: secretDenied('team-b/git-creds', '(KollectScope a)') },
+  { reason: 'sinks: secretRef granted by every scope of the sink\'s namespace is allowed', route: S,
+    body: sinkSecretSync({ name: 'git-creds', namespace: 'team-b' }, [scope('a', grant('team-b', 'git-creds')), scope('z', grant('team-b', 'git-creds'))]),
+    expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
+  { reason: 'sinks: secretRef naming its own namespace needs no scope', route: S, body: sinkSecretSync({ name: 'git-creds', namespace: 'team-a' }),
+    expect: { status: 200, condition: { type: 'Ready', status: 'True', reason: 'Valid' } } },
   {
     reason: 'inventories: a sink whose Secret is in another namespace is left out with ScopeSecretDenied',
     route: I,
@@ -429,7 +514,11 @@ const CASES: Case[] = [
   {
     reason: 'inventories: a related scope of the sink\'s namespace listing it in allowedSinks is ignored',
     route: I,
-    body: json(inventorySync({ spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ namespace: 'platform', name: 'files' }] }, sinks: [fileSink('platform', 'files')], scopes: [scope('open', { allowedSinks: [{ namespace: 'platform', name: 'files' }] }, 'platform')] })),
+    body: json(inventorySync({
+      spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ namespace: 'platform', name: 'files' }] },
+      sinks: [fileSink('platform', 'files')],
+      scopes: [scope('open', { allowedSinks: [{ namespace: 'platform', name: 'files' }] }, 'platform')],
+    })),
     expect: { status: 200, condition: { type: 'Ready', status: 'False', reason: 'ScopeSinkDenied', message: /^sinks not allowed by the scope of namespace team-a: platform\/files$/ } },
   },
   // -- memory: what the exporter holds is bounded per namespace and in total --
@@ -471,31 +560,40 @@ const CASES: Case[] = [
 
   // -- authorization (server with KOLLECT_HOOK_TOKEN) --
   { reason: 'auth: no Authorization header', server: 'auth', route: T, body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
-  { reason: 'auth: Basic scheme', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Basic ${Buffer.from(`x:${TOKEN}`).toString('base64')}` }, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth: Basic scheme', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Basic ${Buffer.from(`x:${TOKEN}`).toString('base64')}` },
+    expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: lower-case "bearer" scheme', server: 'auth', route: I, body: INVENTORY_TEXT, headers: { Authorization: `bearer ${TOKEN}` }, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: wrong token', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN.toUpperCase()}` }, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: token plus one more character', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN}x` }, expect: { status: 401, body: UNAUTHORIZED } },
-  { reason: 'auth: token with a trailing non-breaking space', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN}\u00a0` }, expect: { status: 401, body: UNAUTHORIZED } },
-  { reason: 'auth: token followed by a space and more text', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN} ${TOKEN}` }, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth: token with a trailing non-breaking space', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN}\u00a0` },
+    expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth: token followed by a space and more text', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN} ${TOKEN}` },
+    expect: { status: 401, body: UNAUTHORIZED } },
   // RFC 9110 §5.5: whitespace around a field value is not part of it; Node's parser strips it,
   // so "Bearer <token> " arrives as "Bearer <token>" and is the right token.
-  { reason: 'auth: token with a trailing ASCII space is the same field value (HTTP strips OWS)', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN} ` }, expect: extracted(2) },
+  { reason: 'auth: token with a trailing ASCII space is the same field value (HTTP strips OWS)', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN} ` },
+    expect: extracted(2) },
   { reason: 'auth: two spaces after Bearer', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer  ${TOKEN}` }, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: empty bearer token', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: 'Bearer ' }, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: token in the query string instead of the header', server: 'auth', route: T, rawPath: `${T}?access_token=${TOKEN}`, body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
   // The token guards each hook route itself (not a URL prefix the router would decode first), so a
   // request that matches no hook route is a plain 404: the routes are no secret, the data is.
   { reason: 'auth: GET on a hook matches no route, token or not', server: 'auth', route: T, method: 'GET', body: '', expect: { status: 404, code: 'KOLLECT_ERR_HOOK_NOT_FOUND' } },
-  { reason: 'auth: an unknown /hooks/ route is a 404 without reaching any hook', server: 'auth', route: '/hooks/secrets/sync', body: TARGET_TEXT, expect: { status: 404, code: 'KOLLECT_ERR_HOOK_NOT_FOUND' } },
-  { reason: 'auth: percent-encoded segment after /hooks/ still needs the token', server: 'auth', route: T, rawPath: '/hooks/%74argets/sync', body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
-  { reason: 'auth: percent-encoded "h" in /%68ooks/targets/sync still needs the token', server: 'auth', route: T, rawPath: '/%68ooks/targets/sync', body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
-  { reason: 'auth: percent-encoded "s" in /hook%73/inventories/sync still needs the token', server: 'auth', route: I, rawPath: '/hook%73/inventories/sync', body: INVENTORY_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth: an unknown /hooks/ route is a 404 without reaching any hook', server: 'auth', route: '/hooks/secrets/sync', body: TARGET_TEXT,
+    expect: { status: 404, code: 'KOLLECT_ERR_HOOK_NOT_FOUND' } },
+  { reason: 'auth: percent-encoded segment after /hooks/ still needs the token', server: 'auth', route: T, rawPath: '/hooks/%74argets/sync', body: TARGET_TEXT,
+    expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth: percent-encoded "h" in /%68ooks/targets/sync still needs the token', server: 'auth', route: T, rawPath: '/%68ooks/targets/sync', body: TARGET_TEXT,
+    expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth: percent-encoded "s" in /hook%73/inventories/sync still needs the token', server: 'auth', route: I, rawPath: '/hook%73/inventories/sync', body: INVENTORY_TEXT,
+    expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: absolute-form request-target http://kollect/hooks/targets/sync still needs the token', server: 'auth', route: T, rawPath: 'http://kollect/hooks/targets/sync', body: TARGET_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth: the right token works', server: 'auth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${TOKEN}` }, expect: extracted(2) },
   // A token read from a file with padding: the padding is not part of it, and nothing blank opens it.
   { reason: 'auth (token file): no Authorization header', server: 'fileauth', route: I, body: INVENTORY_TEXT, expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth (token file): empty bearer token', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: 'Bearer ' }, expect: { status: 401, body: UNAUTHORIZED } },
-  { reason: 'auth (token file): the file content with its padding', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer  \t${FILE_TOKEN}` }, expect: { status: 401, body: UNAUTHORIZED } },
+  { reason: 'auth (token file): the file content with its padding', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer  \t${FILE_TOKEN}` },
+    expect: { status: 401, body: UNAUTHORIZED } },
   { reason: 'auth (token file): the trimmed token works', server: 'fileauth', route: T, body: TARGET_TEXT, headers: { Authorization: `Bearer ${FILE_TOKEN}` }, expect: extracted(2) },
 
   // -- methods, routes, query strings, content types --
@@ -510,8 +608,10 @@ const CASES: Case[] = [
   { reason: 'routes: the query string is left out of the 404 message', route: '/nope', rawPath: '/nope?token=abc&x=<script>', method: 'GET', body: '', expect: { status: 404, code: 'KOLLECT_ERR_HOOK_NOT_FOUND', message: /^no such endpoint: GET \/nope$/ } },
   { reason: 'routes: query string on inventories/sync is ignored', route: I, rawPath: `${I}?debug=true&suspend=false`, body: INVENTORY_TEXT, expect: resolved },
   { reason: 'content type: text/plain on targets/sync is read as JSON', route: T, body: TARGET_TEXT, headers: { 'Content-Type': 'text/plain' }, expect: extracted(2) },
-  { reason: 'content type: form encoding on inventories/sync is read as JSON (curl -d)', route: I, body: INVENTORY_TEXT, headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, expect: resolved },
-  { reason: 'content type: text/plain on inventories/sync is parsed as JSON like every other type', route: I, body: INVENTORY_TEXT, headers: { 'Content-Type': 'text/plain' }, expect: { status: 200 } },
+  { reason: 'content type: form encoding on inventories/sync is read as JSON (curl -d)', route: I, body: INVENTORY_TEXT, headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    expect: resolved },
+  { reason: 'content type: text/plain on inventories/sync is parsed as JSON like every other type', route: I, body: INVENTORY_TEXT, headers: { 'Content-Type': 'text/plain' },
+    expect: { status: 200 } },
   { reason: 'content type: empty Content-Type on inventories/sync', route: I, body: INVENTORY_TEXT, headers: { 'Content-Type': '' }, expect: { status: 415, code: 'KOLLECT_ERR_HOOK_BAD_CONTENT_TYPE', message: /^request body must be application\/json$/ } },
   { reason: 'content type: no Content-Type header at all on inventories/sync is read as JSON', route: I, body: INVENTORY_TEXT, headers: { 'Content-Type': OMIT }, expect: resolved },
   { reason: 'content type: UTF-8 BOM before the JSON', route: T, body: '\ufeff' + TARGET_TEXT, expect: extracted(2) },
@@ -628,7 +728,8 @@ describe('known source bugs', () => {
     // itemsChecksum() includes it.
     const server = servers.main
     const target = targetWith({}, 'proto-target')
-    const res = await send(server.url, T, { body: json(targetSyncRequest([deployment(1)], { target, profile: profileWith([{ name: '__proto__', cel: "{'polluted': 'yes'}" }, { name: 'm', cel: "{'__proto__': 'x', 'a': 1}" }]) })) })
+    const profile = profileWith([{ name: '__proto__', cel: "{'polluted': 'yes'}" }, { name: 'm', cel: "{'__proto__': 'x', 'a': 1}" }])
+    const res = await send(server.url, T, { body: json(targetSyncRequest([deployment(1)], { target, profile })) })
     assert.equal(res.status, 200, res.text)
     const { files } = await exportThroughFileSink(server, { namespace: 'team-a', inventory: 'proto-inv', target: 'proto-target', sink: 'proto-files' })
     const doc = JSON.parse(readFileSync(files.find((f) => f.endsWith(`${path.sep}proto-inv.json`)) as string, 'utf8')) as { checksum: string; items: Item[] }

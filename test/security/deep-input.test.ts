@@ -49,7 +49,10 @@ let exporterUrl: string
 before(async () => {
   server = await startHooksServer()
   // The exporter sidecar's API, over the same exporter the hooks server feeds.
-  exporterApi = await buildExporterApp({ exporter: server.exporter, auth: { mode: 'none', reason: 'test' }, bodyLimit: 64 * 1024 * 1024, reportBodyLimit: reportBodyLimit(server.exporter.budgetBytes.namespace), maxJsonDepth: LIMIT, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter') })
+  exporterApi = await buildExporterApp({
+    exporter: server.exporter, auth: { mode: 'none', reason: 'test' }, bodyLimit: 64 * 1024 * 1024, reportBodyLimit: reportBodyLimit(server.exporter.budgetBytes.namespace),
+    maxJsonDepth: LIMIT, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter'),
+  })
   await exporterApi.listen({ port: 0, host: '127.0.0.1' })
   const address = exporterApi.server.address()
   exporterUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`

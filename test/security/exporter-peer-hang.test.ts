@@ -46,7 +46,9 @@ async function hangingPeer(): Promise<{ url: string; accepted: () => number; clo
 /** A real exporter app that says it is active and answers reports with a mark of its own. */
 async function activeExporter(): Promise<{ url: string; close(): Promise<void> }> {
   const exporter = { reportTarget: async (): Promise<ReportResult> => ({ accepted: true, staleItems: 2 }) } as unknown as ExporterClient
-  const app = await buildExporterApp({ exporter, ready: () => true, auth: AUTH, bodyLimit: 1024 * 1024, reportBodyLimit: 8 * 1024 * 1024, maxJsonDepth: 512, logger, metrics: createMetrics('exporter') })
+  const app = await buildExporterApp({
+    exporter, ready: () => true, auth: AUTH, bodyLimit: 1024 * 1024, reportBodyLimit: 8 * 1024 * 1024, maxJsonDepth: 512, logger, metrics: createMetrics('exporter'),
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   return { url: `http://127.0.0.1:${port}`, close: () => app.close() }

@@ -67,7 +67,8 @@ test('a minutes-long profile times out at the deadline while normal syncs and /h
   probing = false
   await prober
 
-  t.diagnostic(`normal syncs ${normals.map((n) => n.ms.toFixed(0)).join(', ')} ms; hostile ${hostileMs.toFixed(0)} ms; /healthz p99 ${percentile(healthz, 99).toFixed(1)} ms over ${healthz.length} probes`)
+  t.diagnostic(`normal syncs ${normals.map((n) => n.ms.toFixed(0)).join(', ')} ms; hostile ${hostileMs.toFixed(0)} ms; ` +
+    `/healthz p99 ${percentile(healthz, 99).toFixed(1)} ms over ${healthz.length} probes`)
   for (const [i, n] of normals.entries()) {
     assert.equal(n.status, 200, `normal sync ${i}: ${String(n.extracted)}`)
     assert.equal(n.extracted, 200, `normal sync ${i}`)

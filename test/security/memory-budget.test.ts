@@ -56,7 +56,8 @@ after(async () => {
 
 test('targets past their namespace share are refused with ResourceLimit; another namespace is accepted and exported; memory stays bounded', async (t) => {
   // Warm the worker and the exporter with one target of the other namespace, then take the idle figure.
-  const warm = await send(kp.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([], { target: targetWith({}, 'warm', 'team-c'), profile: profileWith([{ name: 'x', cel: '1' }], 'deployments-basic', 'team-c') })) })
+  const warmTarget = { target: targetWith({}, 'warm', 'team-c'), profile: profileWith([{ name: 'x', cel: '1' }], 'deployments-basic', 'team-c') }
+  const warm = await send(kp.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([], warmTarget)) })
   assert.equal(warm.status, 200, warm.text)
   const idleRss = kp.rssByPid()
   const serverPid = kp.proc.child.pid ?? 0

@@ -62,7 +62,10 @@ describe('request parsing over arbitrary input', () => {
     const json = fc.jsonValue({ maxDepth: 4 })
     const envelope = fc.record({
       metadata: fc.record({ name: fc.string({ minLength: 1 }), namespace: nasty, generation: fc.nat() }, { requiredKeys: ['name'] }),
-      spec: fc.oneof(fc.dictionary(fc.constantFrom('resource', 'profileRef', 'namespaces', 'labelSelector', 'matchPolicy', 'targetRefs', 'sinkRefs', 'debounce', 'maxWait', 'suspend', 'namespaceSelector', 'targetSelector', 'x'), json), fc.object()),
+      spec: fc.oneof(fc.dictionary(fc.constantFrom(
+        'resource', 'profileRef', 'namespaces', 'labelSelector', 'matchPolicy', 'targetRefs', 'sinkRefs', 'debounce', 'maxWait', 'suspend',
+        'namespaceSelector', 'targetSelector', 'x',
+      ), json), fc.object()),
       related: fc.dictionary(fc.constantFrom(TYPES.profile, TYPES.scope, TYPES.target, TYPES.sink, TYPES.deployment), fc.dictionary(nasty, fc.dictionary(fc.string(), json))),
       finalizing: fc.boolean(),
     })

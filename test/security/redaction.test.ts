@@ -121,7 +121,8 @@ describe('the last-applied annotation', () => {
     const broken = appliedDeployment(`{"spec":{"password":"${VALUES[3]}"`)
     const notText = appliedDeployment()
     notText.metadata = { ...notText.metadata, name: 'web-00002', uid: 'uid-web-00002', annotations: { [LAST_APPLIED]: { password: VALUES[4] } as unknown as string } }
-    const res = await send(server.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([broken, notText], { target: targetWith({}, 'broken'), profile: profileWith(ATTRIBUTES.slice(1, 2)) })) })
+    const request = targetSyncRequest([broken, notText], { target: targetWith({}, 'broken'), profile: profileWith(ATTRIBUTES.slice(1, 2)) })
+    const res = await send(server.url, ROUTES.targetSync, { body: JSON.stringify(request) })
     assert.equal(res.status, 200, res.text)
     const attrs = await exportedAttributes('broken-applied', 'broken')
     assert.deepEqual(attrs.map((a) => a['lastApplied']), ['[redacted]', '[redacted]'])
@@ -131,7 +132,8 @@ describe('the last-applied annotation', () => {
 
   test('objects without the annotation are extracted exactly as before', async () => {
     const plain = deployment(7)
-    const res = await send(server.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([plain], { target: targetWith({}, 'plain'), profile: profileWith([{ name: 'whole', cel: 'object' }]) })) })
+    const request = targetSyncRequest([plain], { target: targetWith({}, 'plain'), profile: profileWith([{ name: 'whole', cel: 'object' }]) })
+    const res = await send(server.url, ROUTES.targetSync, { body: JSON.stringify(request) })
     assert.equal(res.status, 200, res.text)
     const [attrs] = await exportedAttributes('plain-inv', 'plain')
     assert.deepEqual(attrs?.['whole'], JSON.parse(JSON.stringify(plain)))

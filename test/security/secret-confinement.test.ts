@@ -103,7 +103,10 @@ describe('(a) a sink sync with another namespace\'s Secret', () => {
   })
 
   test('a grant in a scope of another namespace (even the Secret\'s) does not count', async () => {
-    const res = await send(server.url, ROUTES.sinkSync, { body: sinkSync(gitSink('team-a', 'stolen-2', { name: 'git-creds', namespace: 'team-b' }, listener), [scope('b-grants', { allowedSecrets: [{ namespace: 'team-b', name: 'git-creds' }] }, 'team-b')]) })
+    const sink = gitSink('team-a', 'stolen-2', { name: 'git-creds', namespace: 'team-b' }, listener)
+    const res = await send(server.url, ROUTES.sinkSync, {
+      body: sinkSync(sink, [scope('b-grants', { allowedSecrets: [{ namespace: 'team-b', name: 'git-creds' }] }, 'team-b')]),
+    })
     assert.deepEqual(conditions(res), [['Ready', 'False', 'ScopeSecretDenied']])
     assertNothingLeaked(listener, [res.text])
   })
@@ -130,7 +133,8 @@ describe('(b) a scope of the sink\'s namespace grants the Secret', () => {
   test('the hooks allow it, but local mode (no scope source the exporter could verify) still refuses: documented', async () => {
     const res = await send(server.url, ROUTES.sinkSync, { body: sinkSync(sink(), [GRANT_B_GIT]) })
     assert.deepEqual(conditions(res), [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']])
-    assert.equal(conditionOf(res, 'Reachable')?.message, 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/granted is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace')
+    assert.equal(conditionOf(res, 'Reachable')?.message, 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/granted is in another namespace; ' +
+      'without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace')
     assertNothingLeaked(listener, [res.text])
   })
 
@@ -154,12 +158,19 @@ describe('(c) an inventory export to sinks with another namespace\'s Secret', ()
   })
 
   test('the sinks are left out of the composition with ScopeSecretDenied, and nothing is read or sent', async () => {
-    const body = JSON.stringify(inventorySync({ name: INVENTORY.name, spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ name: 'exfil-git' }, { name: 'exfil-pg' }], debounce: '1ms', maxWait: '1ms' }, sinks: sinks() }))
+    const body = JSON.stringify(inventorySync({
+      name: INVENTORY.name,
+      spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ name: 'exfil-git' }, { name: 'exfil-pg' }], debounce: '1ms', maxWait: '1ms' },
+      sinks: sinks(),
+    }))
     const res = await send(server.url, ROUTES.inventorySync, { body })
     assert.equal(res.status, 200, res.text)
     const message = 'Secret team-b/git-creds of KollectSink team-a/exfil-git is not allowed by the scope of namespace team-a (no KollectScope: own namespace only); ' +
       'Secret team-b/pg-creds of KollectSink team-a/exfil-pg is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)'
-    for (const type of ['Ready', 'Degraded']) assert.deepEqual([conditionOf(res, type)?.status, conditionOf(res, type)?.reason, conditionOf(res, type)?.message], [type === 'Ready' ? 'False' : 'True', 'ScopeSecretDenied', message])
+    for (const type of ['Ready', 'Degraded']) {
+      const c = conditionOf(res, type)
+      assert.deepEqual([c?.status, c?.reason, c?.message], [type === 'Ready' ? 'False' : 'True', 'ScopeSecretDenied', message])
+    }
     assert.deepEqual(statusOf(res).sinks, [])
     await sleep(50)
     server.exporter.flush()
@@ -169,12 +180,17 @@ describe('(c) an inventory export to sinks with another namespace\'s Secret', ()
   })
 
   test('the exporter does not trust a composition that carries them anyway: both sinks fail ScopeSecretDenied before any read', async () => {
-    const composition = { inventory: { namespace: 'team-a', name: 'forged' }, generation: 1, targets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: sinks().map(resolved), debounceMs: 1, maxWaitMs: 1, suspend: false }
+    const composition = {
+      inventory: { namespace: 'team-a', name: 'forged' }, generation: 1, targets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: sinks().map(resolved),
+      debounceMs: 1, maxWaitMs: 1, suspend: false,
+    }
     await server.exporter.applyInventory(composition)
     const failing = await waitForSinks(server, composition.inventory, (s) => s.length === 2 && s.every((x) => x.state === 'Failing'))
     assert.deepEqual(failing.map((s) => s.message), [
-      `ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/exfil-git is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace${PERMANENT}`,
-      `ScopeSecretDenied: Secret team-b/pg-creds of KollectSink team-a/exfil-pg is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace${PERMANENT}`,
+      'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/exfil-git is in another namespace; ' +
+        `without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace${PERMANENT}`,
+      'ScopeSecretDenied: Secret team-b/pg-creds of KollectSink team-a/exfil-pg is in another namespace; ' +
+        `without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace${PERMANENT}`,
     ])
     const check = await server.exporter.checkSink(resolved(sinks()[0] as KubeObject))
     assert.equal(check.reachable, false)
@@ -188,8 +204,9 @@ describe('(d) local-mode variable names carry the namespace', () => {
     for (const sink of [gitSink('team', 'own-a-git', { name: 'a-git-creds' }, listener), gitSink('team-c', 'own-git', { name: 'git-creds' }, listener)]) {
       const res = await send(server.url, ROUTES.sinkSync, { body: sinkSync(sink) })
       assert.deepEqual(conditions(res), [['Ready', 'True', 'Valid'], ['Reachable', 'False', 'Unreachable']], 'an own-namespace Secret is allowed')
-      const prefix = secretEnvName(sink.metadata?.namespace as string, (sink['spec'] as { secretRef: { name: string } }).secretRef.name, '')
-      assert.equal(conditionOf(res, 'Reachable')?.message, `Secret ${sink.metadata?.namespace}/${(sink['spec'] as { secretRef: { name: string } }).secretRef.name}: no ${prefix}* environment variables are set`)
+      const secretName = (sink['spec'] as { secretRef: { name: string } }).secretRef.name
+      const prefix = secretEnvName(sink.metadata?.namespace as string, secretName, '')
+      assert.equal(conditionOf(res, 'Reachable')?.message, `Secret ${sink.metadata?.namespace}/${secretName}: no ${prefix}* environment variables are set`)
       assertNothingLeaked(listener, [res.text])
     }
   })
@@ -225,10 +242,13 @@ describe('(d) local-mode variable names carry the namespace', () => {
 
 describe('(e) only a namespace\'s own KollectScopes count', () => {
   test('target sync: a scope of team-b allowing every namespace does not widen team-a\'s target', async () => {
-    const body = JSON.stringify(targetSyncRequest([deployment(1), deployment(2, { namespace: 'team-b' })], { target: targetWith({ namespaces: ['team-a', 'team-b'] }, 'widened'), scopes: [scope('wide-open', { allowedNamespaces: ['*'] }, 'team-b')] }))
+    const body = JSON.stringify(targetSyncRequest([deployment(1), deployment(2, { namespace: 'team-b' })], {
+      target: targetWith({ namespaces: ['team-a', 'team-b'] }, 'widened'), scopes: [scope('wide-open', { allowedNamespaces: ['*'] }, 'team-b')],
+    }))
     const res = await send(server.url, ROUTES.targetSync, { body })
     assert.equal(res.status, 200, res.text)
-    assert.deepEqual([conditionOf(res, 'Degraded')?.reason, conditionOf(res, 'Degraded')?.message], ['ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b (no KollectScope: own namespace only)'])
+    assert.deepEqual([conditionOf(res, 'Degraded')?.reason, conditionOf(res, 'Degraded')?.message],
+      ['ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b (no KollectScope: own namespace only)'])
     assert.deepEqual([statusOf(res).matchedCount, statusOf(res).extractedCount], [1, 1])
   })
 
@@ -240,6 +260,7 @@ describe('(e) only a namespace\'s own KollectScopes count', () => {
       scopes: [scope('platform-open', { allowedSinks: [{ namespace: 'platform', name: 'shared' }], minDebounce: '1h' }, 'platform')],
     }))
     const res = await send(server.url, ROUTES.inventorySync, { body })
-    assert.deepEqual([conditionOf(res, 'Ready')?.status, conditionOf(res, 'Ready')?.reason, conditionOf(res, 'Ready')?.message], ['False', 'ScopeSinkDenied', 'sinks not allowed by the scope of namespace team-a: platform/shared'])
+    const ready = conditionOf(res, 'Ready')
+    assert.deepEqual([ready?.status, ready?.reason, ready?.message], ['False', 'ScopeSinkDenied', 'sinks not allowed by the scope of namespace team-a: platform/shared'])
   })
 })

@@ -73,9 +73,18 @@ const OBJECTS = FORGERIES.map(([apiVersion, kind], i) => forged(apiVersion, kind
 
 describe('a core Secret is known by its target and by itself, whatever the spelling', () => {
   const cases: TargetCase[] = [
-    { reason: 'a Secret target allowed by scope, objects with forged apiVersions and kinds', resource: { group: '', version: 'v1', kind: 'Secret', plural: 'secrets' }, scopes: ALLOW_SECRETS, objects: OBJECTS },
-    { reason: 'a ConfigMap target allowed by scope, sent objects that say they are Secrets', resource: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }, scopes: ALLOW_CONFIGMAPS, objects: OBJECTS },
-    { reason: 'a ConfigMap target with no scope, sent objects that say they are Secrets', resource: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }, scopes: [], objects: OBJECTS },
+    {
+      reason: 'a Secret target allowed by scope, objects with forged apiVersions and kinds',
+      resource: { group: '', version: 'v1', kind: 'Secret', plural: 'secrets' }, scopes: ALLOW_SECRETS, objects: OBJECTS,
+    },
+    {
+      reason: 'a ConfigMap target allowed by scope, sent objects that say they are Secrets',
+      resource: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }, scopes: ALLOW_CONFIGMAPS, objects: OBJECTS,
+    },
+    {
+      reason: 'a ConfigMap target with no scope, sent objects that say they are Secrets',
+      resource: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }, scopes: [], objects: OBJECTS,
+    },
     {
       reason: 'a target of kind "secret" allowed by scope, sent objects that say they are ConfigMaps',
       resource: { group: '', version: 'v1', kind: 'secret', plural: 'secrets' },
@@ -111,7 +120,10 @@ describe('a core Secret is known by its target and by itself, whatever the spell
   }
 
   test('a scope allowing every kind of group "core" does not allow core Secrets', async () => {
-    const c: TargetCase = { reason: '', resource: { group: 'core', version: 'v1', kind: 'Secret', plural: 'secrets' }, scopes: [scope('s', { allowedResources: [{ group: 'core', kind: '*' }] })], objects: [forged('core/v1', 'Secret', 0)] }
+    const c: TargetCase = {
+      reason: '', resource: { group: 'core', version: 'v1', kind: 'Secret', plural: 'secrets' },
+      scopes: [scope('s', { allowedResources: [{ group: 'core', kind: '*' }] })], objects: [forged('core/v1', 'Secret', 0)],
+    }
     const res = await send(server.url, ROUTES.targetSync, { body: sync(c) })
     assert.deepEqual([conditionOf(res, 'Ready')?.status, conditionOf(res, 'Ready')?.reason], ['False', 'ScopeResourceDenied'], res.text)
     assertNoSecretData(res)

@@ -70,7 +70,8 @@ describe('external text is cut before it is redacted', () => {
     { reason: 'a long message keeps its first EXTERNAL_TEXT_LIMIT characters and says it was cut', text: pad(EXTERNAL_TEXT_LIMIT + 10), want: `${pad(EXTERNAL_TEXT_LIMIT)}…` },
     { reason: 'a secret cut in two by the limit leaves none of its start behind', text: pad(EXTERNAL_TEXT_LIMIT - 8) + secret + pad(50), want: `${pad(EXTERNAL_TEXT_LIMIT - 8)}***…` },
     { reason: 'so does user-info cut before its "@"', text: `${pad(EXTERNAL_TEXT_LIMIT - 20)} https://bob:hunter2-and-more@host/`, want: `${pad(EXTERNAL_TEXT_LIMIT - 20)} https://***…` },
-    { reason: 'a whole secret before the limit is masked as usual', text: pad(EXTERNAL_TEXT_LIMIT - 100) + secret + pad(200), want: `${pad(EXTERNAL_TEXT_LIMIT - 100)}***${pad(100 - secret.length)}…` },
+    { reason: 'a whole secret before the limit is masked as usual', text: pad(EXTERNAL_TEXT_LIMIT - 100) + secret + pad(200),
+      want: `${pad(EXTERNAL_TEXT_LIMIT - 100)}***${pad(100 - secret.length)}…` },
   ]
   for (const { reason, text, want } of CASES) {
     test(reason, () => {

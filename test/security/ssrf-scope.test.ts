@@ -212,7 +212,8 @@ describe('sink endpoints through the hooks server', () => {
   test('a review-mode Git sink whose forge API is the metadata service is InvalidConfig naming the field, before any export', async () => {
     const review = { provider: 'gitea', apiUrl: 'http://169.254.169.254/api/v1', project: 'org/repo' }
     const body = sinkSync({ type: 'git', secretRef: { name: 'forge-token' }, git: { url: 'https://github.com/org/repo.git', review } }, 'git')
-    assert.deepEqual(ready(await send(strict.url, ROUTES.sinkSync, { body })), ['False', 'InvalidConfig', 'spec.git.review.apiUrl: host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)'])
+    assert.deepEqual(ready(await send(strict.url, ROUTES.sinkSync, { body })),
+      ['False', 'InvalidConfig', 'spec.git.review.apiUrl: host 169.254.169.254 is a link-local or metadata address (private sinks are disabled)'])
   })
 
   test('S3 endpoints on the metadata service or loopback are InvalidConfig naming the host', async () => {
@@ -283,22 +284,31 @@ describe('scope enforcement through the hooks server', () => {
   })
 
   test('two scopes: the sink must be listed by both (most restrictive reading)', async () => {
-    const res = await send(server.url, ROUTES.inventorySync, { body: crossNamespace([scope('a', { allowedSinks: [SHARED] }), scope('b', { allowedSinks: [{ namespace: 'platform', name: 'other' }] })]) })
+    const res = await send(server.url, ROUTES.inventorySync, {
+      body: crossNamespace([scope('a', { allowedSinks: [SHARED] }), scope('b', { allowedSinks: [{ namespace: 'platform', name: 'other' }] })]),
+    })
     assert.deepEqual(ready(res), ['False', 'ScopeSinkDenied', 'sinks not allowed by the scope of namespace team-a: platform/shared'])
     const both = await send(server.url, ROUTES.inventorySync, { body: crossNamespace([scope('a', { allowedSinks: [SHARED] }), scope('b', { allowedSinks: [SHARED], minDebounce: '1s' })]) })
     assert.deepEqual(ready(both), ['True', 'Resolved', '1 targets, 1 sinks'])
   })
 
   test('a sinkRef whose namespace is "../team-a" is another namespace, not the own one', async () => {
-    const body = JSON.stringify(inventorySync({ name: 'dots', spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ namespace: '../team-a', name: 'files' }] }, sinks: [fileSink('../team-a', 'files')] }))
+    const body = JSON.stringify(inventorySync({
+      name: 'dots',
+      spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ namespace: '../team-a', name: 'files' }] },
+      sinks: [fileSink('../team-a', 'files')],
+    }))
     assert.deepEqual(ready(await send(server.url, ROUTES.inventorySync, { body })), ['False', 'ScopeSinkDenied', 'sinks not allowed by the scope of namespace team-a: ../team-a/files'])
   })
 
   test('minDebounce raises a lower debounce; with two scopes the largest wins', async () => {
     const one = await send(server.url, ROUTES.inventorySync, { body: crossNamespace([scope('a', { allowedSinks: [SHARED], minDebounce: '5s' })], '1s', 'debounce-one') })
     assert.deepEqual(ready(one), ['True', 'Resolved', '1 targets, 1 sinks'])
-    assert.deepEqual([conditionOf(one, 'Degraded')?.status, conditionOf(one, 'Degraded')?.reason, conditionOf(one, 'Degraded')?.message], ['False', 'AsExpected', 'debounce 1s raised to the scope minimum 5s'])
-    const two = await send(server.url, ROUTES.inventorySync, { body: crossNamespace([scope('a', { allowedSinks: [SHARED], minDebounce: '5s' }), scope('b', { allowedSinks: [SHARED], minDebounce: '1m' })], '1s', 'debounce-two') })
+    const degraded = conditionOf(one, 'Degraded')
+    assert.deepEqual([degraded?.status, degraded?.reason, degraded?.message], ['False', 'AsExpected', 'debounce 1s raised to the scope minimum 5s'])
+    const two = await send(server.url, ROUTES.inventorySync, {
+      body: crossNamespace([scope('a', { allowedSinks: [SHARED], minDebounce: '5s' }), scope('b', { allowedSinks: [SHARED], minDebounce: '1m' })], '1s', 'debounce-two'),
+    })
     assert.equal(conditionOf(two, 'Degraded')?.message, 'debounce 1s raised to the scope minimum 1m')
     const above = await send(server.url, ROUTES.inventorySync, { body: crossNamespace([scope('a', { allowedSinks: [SHARED], minDebounce: '5s' })], '30s', 'debounce-above') })
     assert.equal(conditionOf(above, 'Degraded')?.message, '')
@@ -312,7 +322,8 @@ describe('scope enforcement through the hooks server', () => {
       scope('s2', { allowedNamespaces: ['team-a', 'team-b', 'team-c'], deniedNamespaces: ['team-c'] }),
     ] })) })
     assert.equal(res.status, 200)
-    assert.deepEqual([conditionOf(res, 'Degraded')?.reason, conditionOf(res, 'Degraded')?.message], ['ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b, team-c, team-d (KollectScope s1, s2)'])
+    assert.deepEqual([conditionOf(res, 'Degraded')?.reason, conditionOf(res, 'Degraded')?.message],
+      ['ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b, team-c, team-d (KollectScope s1, s2)'])
     assert.deepEqual([statusOf(res).matchedCount, statusOf(res).extractedCount], [1, 1])
 
     const kinds = await send(server.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([deployment(1)], { scopes: [
@@ -327,7 +338,11 @@ describe('scope enforcement through the hooks server', () => {
     // exporter/exporter.ts sinkRefs() treats "no sinks" as "use the embedded default": the inventory
     // is exported to <dataDir>/repo although it named a sink and the scope refused it.
     assert.equal((await send(server.url, ROUTES.targetSync, { body: JSON.stringify(targetSyncRequest([deployment(1)])) })).status, 200)
-    const body = JSON.stringify(inventorySync({ name: 'denied-only', spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [SHARED], debounce: '1ms', maxWait: '1ms' }, sinks: [fileSink('platform', 'shared')] }))
+    const body = JSON.stringify(inventorySync({
+      name: 'denied-only',
+      spec: { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [SHARED], debounce: '1ms', maxWait: '1ms' },
+      sinks: [fileSink('platform', 'shared')],
+    }))
     const res = await send(server.url, ROUTES.inventorySync, { body })
     assert.equal(conditionOf(res, 'Ready')?.reason, 'ScopeSinkDenied')
     await sleep(20)

@@ -24,7 +24,13 @@ export function exampleRequests(): Record<string, unknown> {
   const sink = loadExampleCr('sink-git.yaml')
   const profile = loadExampleCr('profile-deployments.yaml')
   const invRelated = relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: [target], [TYPES.sink]: [sink] })
-  const deleting = { ...inventory, metadata: { ...inventory.metadata, generation: 2, deletionTimestamp: '2026-11-02T10:00:00Z', deletionGracePeriodSeconds: 0, finalizers: ['metacontroller.io/compositecontroller-kollect-inventories'] } }
+  const deleting = {
+    ...inventory,
+    metadata: {
+      ...inventory.metadata, generation: 2, deletionTimestamp: '2026-11-02T10:00:00Z', deletionGracePeriodSeconds: 0,
+      finalizers: ['metacontroller.io/compositecontroller-kollect-inventories'],
+    },
+  }
   return {
     'target-customize': customizeRequest(controllerFor('kollect-targets'), target),
     'target-sync': targetSyncRequest(exampleDeployments()),

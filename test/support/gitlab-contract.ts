@@ -14,7 +14,7 @@ const FIXTURES = path.join(ROOT, 'test/fixtures/gitlab')
 const MR_EXAMPLE = (JSON.parse(readFileSync(path.join(FIXTURES, 'merge-request.json'), 'utf8')) as { example: Record<string, unknown> }).example
 const ERRORS = JSON.parse(readFileSync(path.join(FIXTURES, 'errors.json'), 'utf8')) as Record<string, { message: unknown }>
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string
   /** As sent, still URL-encoded (group%2Fproject stays one segment). */
   path: string

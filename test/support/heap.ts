@@ -5,7 +5,7 @@ setFlagsFromString('--expose-gc')
 const collect = runInNewContext('gc') as () => void
 
 /** V8 heap in use after full collections: what is still referenced. */
-export function heapUsed(): number {
+function heapUsed(): number {
   collect()
   collect()
   return process.memoryUsage().heapUsed

@@ -142,7 +142,7 @@ const frame = (correlationId: number, ...body: Buffer[]) => {
 const APIS: [key: number, version: number][] = [[METADATA, 1], [FIND_COORDINATOR, 1], [SASL_HANDSHAKE, 1]]
 
 /** ApiVersions, in the v3 layout the client asks with first, or the v0..v2 layout of the SASL path. */
-export function apiVersionsResponse(req: KafkaRequest): Buffer {
+function apiVersionsResponse(req: KafkaRequest): Buffer {
   if (req.apiVersion >= 3) {
     // Compact array: its length + 1 as an unsigned varint (one byte here), and empty tagged fields.
     const apis = APIS.map(([key, v]) => Buffer.concat([i16(key), i16(v), i16(v), Buffer.from([0])]))

@@ -59,7 +59,7 @@ export async function startKollectProcess(env: Record<string, string> = {}, node
 }
 
 /** The pids of `ppid`'s children whose command line contains `match` (Linux /proc). */
-export function childPids(ppid: number, match: string): number[] {
+function childPids(ppid: number, match: string): number[] {
   const pids: number[] = []
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
@@ -75,7 +75,7 @@ export function childPids(ppid: number, match: string): number[] {
 }
 
 /** VmRSS of each process of a process group, by pid (Linux /proc). */
-export function groupRssByPid(pgid: number): Map<number, number> {
+function groupRssByPid(pgid: number): Map<number, number> {
   const rss = new Map<number, number>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
@@ -254,7 +254,9 @@ export async function startPod(token: string, env: Record<string, string> = {}, 
       return last as InventoryStatus
     },
     waitSynced: (body, opts = {}) =>
-      pod.inventoryUntil(body, (s) => s.conditions?.find((c) => c.type === 'Synced')?.status === 'True' && (opts.changedFrom === undefined || s.checksum !== opts.changedFrom), { what: 'inventory Synced', timeoutMs: opts.timeoutMs }),
+      pod.inventoryUntil(body,
+        (s) => s.conditions?.find((c) => c.type === 'Synced')?.status === 'True' && (opts.changedFrom === undefined || s.checksum !== opts.changedFrom),
+        { what: 'inventory Synced', timeoutMs: opts.timeoutMs }),
     startExporter: async () => {
       exporter = start('exporter')
       await ready(exporter)

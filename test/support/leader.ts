@@ -97,5 +97,7 @@ async function lastExported(repo: string): Promise<number | null> {
 }
 
 export function landedIn(repo: string, replicas: number, writer: EntryProcess, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<void> {
-  return pollUntil(`replicas ${replicas} in the remote`, async () => (await lastExported(repo)) === replicas, { timeoutMs: opts.timeoutMs ?? 20_000, proc: writer.proc, ...(opts.intervalMs ? { intervalMs: opts.intervalMs } : {}) })
+  return pollUntil(`replicas ${replicas} in the remote`, async () => (await lastExported(repo)) === replicas, {
+    timeoutMs: opts.timeoutMs ?? 20_000, proc: writer.proc, ...(opts.intervalMs ? { intervalMs: opts.intervalMs } : {}),
+  })
 }

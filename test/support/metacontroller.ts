@@ -18,7 +18,7 @@ export function controllerFor(name: 'kollect-targets' | 'kollect-inventories' | 
 }
 
 /** Go's map marshalling sorts keys; informer objects arrive that way. */
-export function sortedKeys<T>(value: T): T {
+function sortedKeys<T>(value: T): T {
   if (Array.isArray(value)) return value.map(sortedKeys) as T
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {}
@@ -38,7 +38,7 @@ export function goJson(value: unknown): string {
     .replace(/\u2029/g, '\\u2029')
 }
 
-export function objectKey(o: KubeObject): string {
+function objectKey(o: KubeObject): string {
   return o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name as string)
 }
 
@@ -64,12 +64,23 @@ const managedFields = (manager: string, time: string) => [
   {
     apiVersion: 'apps/v1',
     fieldsType: 'FieldsV1',
-    fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {}, 'f:tier': {} } }, 'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } } } },
+    fieldsV1: {
+      'f:metadata': { 'f:labels': { '.': {}, 'f:app': {}, 'f:tier': {} } },
+      'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } } },
+    },
     manager,
     operation: 'Apply',
     time,
   },
-  { apiVersion: 'apps/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { 'f:availableReplicas': {}, 'f:conditions': {}, 'f:readyReplicas': {}, 'f:replicas': {} } }, manager: 'kube-controller-manager', operation: 'Update', subresource: 'status', time },
+  {
+    apiVersion: 'apps/v1',
+    fieldsType: 'FieldsV1',
+    fieldsV1: { 'f:status': { 'f:availableReplicas': {}, 'f:conditions': {}, 'f:readyReplicas': {}, 'f:replicas': {} } },
+    manager: 'kube-controller-manager',
+    operation: 'Update',
+    subresource: 'status',
+    time,
+  },
 ]
 
 /** A realistic Deployment (two containers, env, probes, managedFields unless told otherwise, status), deterministic in i. */

@@ -16,13 +16,17 @@ export function replicaObjects(i: number, opts: { image?: string; drop?: boolean
   return opts.drop ? list.slice(0, -1) : list
 }
 
-export const historySink = (remote: string): KubeObject => ({ apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectSink', metadata: { name: 'history', namespace: 'team-a', uid: 'sink-history', generation: 1 }, spec: { type: 'git', cluster: 'e2e', deletionPolicy: 'Retain', git: { url: remote, branch: 'main' } } })
+export const historySink = (remote: string): KubeObject => ({
+  apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectSink', metadata: { name: 'history', namespace: 'team-a', uid: 'sink-history', generation: 1 },
+  spec: { type: 'git', cluster: 'e2e', deletionPolicy: 'Retain', git: { url: remote, branch: 'main' } },
+})
 
 /** The inventory sync body over targets `targets` and the history sink, as Metacontroller sends it. */
 export function inventorySyncBody(remote: string, targets: number[]): string {
   const inv = loadExampleCr('inventory.yaml')
   inv['spec'] = { targetRefs: targets.map((i) => ({ name: `deploys-${i}` })), sinkRefs: [{ name: 'history' }], debounce: '300ms', maxWait: '5s' }
-  return goJson(syncRequest(controllerFor('kollect-inventories'), inv, relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: targets.map(replicaTarget), [TYPES.sink]: [historySink(remote)] })))
+  return goJson(syncRequest(controllerFor('kollect-inventories'), inv,
+    relatedMap([TYPES.scope, TYPES.target, TYPES.sink], { [TYPES.target]: targets.map(replicaTarget), [TYPES.sink]: [historySink(remote)] })))
 }
 
 /** Where the history sink writes the inventory's document. */

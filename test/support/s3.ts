@@ -8,9 +8,9 @@ import { pollUntil, startServerProcess, waitForExit, type ServerProcess } from '
 import { requireTool } from './tools.js'
 
 /** The root credentials the test server is started with. */
-export const S3_ACCESS_KEY = 'kollect-test-access'
-export const S3_SECRET_KEY = 'kollect-test-secret-0123456789'
-export const S3_REGION = 'us-east-1'
+const S3_ACCESS_KEY = 'kollect-test-access'
+const S3_SECRET_KEY = 'kollect-test-secret-0123456789'
+const S3_REGION = 'us-east-1'
 
 export interface S3Server {
   /** http://127.0.0.1:port */
@@ -91,7 +91,7 @@ export async function startS3(opts: { bucket?: string } = {}): Promise<S3Server>
   }
 }
 
-export interface S3Request {
+interface S3Request {
   method: string
   /** The object key (path-style: the path after the bucket), decoded. */
   key: string

@@ -22,7 +22,7 @@ export function toolPaths(script: ToolScript): Record<string, string> {
   return out
 }
 
-export function isExecutable(file: string): boolean {
+function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK)
     return true

@@ -62,7 +62,8 @@ describe('the docs name the sinks the code checks for drift', () => {
   })
 
   test('the KollectSink CRD spec.drift description', async () => {
-    const crd = YAML.parse(readFileSync(path.join(ROOT, 'manifests/crds/kollect.dev_kollectsinks.yaml'), 'utf8')) as { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: { properties: { drift: { description: string } } } } } } }[] } }
+    type SinkCrd = { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: { properties: { drift: { description: string } } } } } } }[] } }
+    const crd = YAML.parse(readFileSync(path.join(ROOT, 'manifests/crds/kollect.dev_kollectsinks.yaml'), 'utf8')) as SinkCrd
     const description = (crd.spec.versions[0] as (typeof crd.spec.versions)[number]).schema.openAPIV3Schema.properties.spec.properties.drift.description
     assert.deepEqual(named(description, /([^.:]*) sinks ignore it/i, 'the CRD'), await unchecked())
     assert.match(description, /not in review mode/)

@@ -43,7 +43,10 @@ function inventorySync(spec: Record<string, unknown>, scopes: KubeObject[] = [])
 describe('the hooks refuse durations past the maximum', () => {
   test('an inventory with debounce 600h under a scope with minDebounce 10m is InvalidSpec, not exported', () => {
     const composed = composeInventory(inventorySync({ debounce: '600h', maxWait: '600h' }, [scopeCr('slow', { minDebounce: '10m' })]))
-    assert.deepEqual(composed, { ok: false, problems: [{ reason: 'InvalidSpec', message: 'spec.debounce: "600h" is longer than the maximum 168h; spec.maxWait: "600h" is longer than the maximum 168h' }] })
+    assert.deepEqual(composed, {
+      ok: false,
+      problems: [{ reason: 'InvalidSpec', message: 'spec.debounce: "600h" is longer than the maximum 168h; spec.maxWait: "600h" is longer than the maximum 168h' }],
+    })
   })
 
   test('debounce and maxWait of 168h are accepted', () => {
@@ -65,7 +68,8 @@ describe('the hooks refuse durations past the maximum', () => {
       'spec.drift.interval: "169h" is longer than the maximum 168h',
       'spec.git.review.pollInterval: "200h" is longer than the maximum 168h',
     ])
-    assert.deepEqual(sinkProblems({ type: 'postgres', postgres: { snapshotMaxAge: '87601h' }, secretRef: { name: 's' } } as KollectSinkSpec, policy), ['spec.postgres.snapshotMaxAge: "87601h" is longer than the maximum 87600h'])
+    assert.deepEqual(sinkProblems({ type: 'postgres', postgres: { snapshotMaxAge: '87601h' }, secretRef: { name: 's' } } as KollectSinkSpec, policy),
+      ['spec.postgres.snapshotMaxAge: "87601h" is longer than the maximum 87600h'])
     assert.deepEqual(sinkProblems({ type: 'nats', nats: { url: 'nats://n:4222', maxAge: '100000h' } } as KollectSinkSpec, policy), ['spec.nats.maxAge: "100000h" is longer than the maximum 87600h'])
     assert.deepEqual(sinkProblems({ type: 'postgres', postgres: { snapshotMaxAge: '2160h' }, secretRef: { name: 's' } } as KollectSinkSpec, policy), [])
   })

@@ -65,7 +65,9 @@ describe('resolveReviewSettings', () => {
     ['a GitLab path in a subgroup', { project: 'org/platform/inventory' }],
     ['a Gitea owner/repo', { provider: 'gitea', apiUrl: 'https://gitea.example/api/v1', project: 'platform/inventory' }],
     ['a GitHub owner/repo with auto-merge', { provider: 'github', apiUrl: 'https://api.github.com', project: 'org/repo.name', autoMerge: 'whenChecksPass' }],
-    ['templates using every placeholder they offer', { branchTemplate: 'review/{cluster}/{namespace}-{name}', titleTemplate: '{cluster}', descriptionTemplate: '{added}{changed}{removed}{checksum}{cluster}{namespace}{name}' }],
+    ['templates using every placeholder they offer', {
+      branchTemplate: 'review/{cluster}/{namespace}-{name}', titleTemplate: '{cluster}', descriptionTemplate: '{added}{changed}{removed}{checksum}{cluster}{namespace}{name}',
+    }],
   ]
   for (const [reason, review] of ACCEPTED) {
     test(`accepts ${reason}`, () => {

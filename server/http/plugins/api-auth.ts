@@ -4,7 +4,7 @@ import { authorized, type HookAuth } from '../../guards/auth.js'
 import { KollectError } from '../../protocol/errors.js'
 
 /** The probes and /metrics: kubelet and Prometheus call them without a token, and they only read. */
-export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
+const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
 
 /**
  * How a server's routes are authenticated: a HookAuth, or `no-api` for a server that takes no API

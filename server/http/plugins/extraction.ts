@@ -28,7 +28,7 @@ export const extraction = fp<{ config: Config; logger: Logger; resolvePlural: Pl
 }, { name: 'kollect-extraction', fastify: '5.x' })
 
 /** How long start-up waits for the extraction children before it listens anyway. */
-export const EXTRACT_START_WAIT_MS = 30_000
+const EXTRACT_START_WAIT_MS = 30_000
 
 /**
  * Children take a moment to load; syncs that arrived before would spend their budget waiting.
@@ -36,5 +36,7 @@ export const EXTRACT_START_WAIT_MS = 30_000
  * (pluginTimeout), less than a loaded machine takes to start the children, and then exits.
  */
 export async function extractionStarted(app: FastifyInstance, logger: Logger): Promise<void> {
-  if (!(await app.extractPool.ready(EXTRACT_START_WAIT_MS))) logger.error(`extraction processes did not start within ${EXTRACT_START_WAIT_MS / 1000} s; target syncs wait for them`)
+  if (!(await app.extractPool.ready(EXTRACT_START_WAIT_MS))) {
+    logger.error(`extraction processes did not start within ${EXTRACT_START_WAIT_MS / 1000} s; target syncs wait for them`)
+  }
 }

@@ -19,7 +19,8 @@ export type Handler = (body: unknown, request: FastifyRequest, reply: FastifyRep
 /** POST /hooks/<kind>/<hook>: the raised body limit, the envelope schema and the duration metric. */
 export function hookRoute(app: FastifyInstance, deps: HookRouteDeps, kind: string, hook: string, schema: object | null, handler: Handler): void {
   const { config, metrics } = deps
-  app.post(`/hooks/${kind}/${hook}`, { bodyLimit: config.hookBodyLimit, ...(schema ? { schema: { body: schema } } : {}) }, async (request: FastifyRequest, reply: FastifyReply) => {
+  const options = { bodyLimit: config.hookBodyLimit, ...(schema ? { schema: { body: schema } } : {}) }
+  app.post(`/hooks/${kind}/${hook}`, options, async (request: FastifyRequest, reply: FastifyReply) => {
     const end = metrics.hookDuration.startTimer({ kind, hook })
     try {
       const result = await handler(request.body, request, reply)

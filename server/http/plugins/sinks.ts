@@ -16,7 +16,9 @@ export const sinkRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps) =
     // Reachability only for a valid configuration whose Secret the scope allows: a refused
     // endpoint is never contacted, and a refused Secret never read.
     const review = reviewSink(req, policy)
-    const check = mayCheck(review) ? await callExporter(() => exporter.checkSink({ ...parentRef(req.parent), spec: parentSpec<KollectSinkSpec>(req.parent) })) : undefined
+    const check = mayCheck(review)
+      ? await callExporter(() => exporter.checkSink({ ...parentRef(req.parent), spec: parentSpec<KollectSinkSpec>(req.parent) }))
+      : undefined
     return sinkSyncResponse(req, review, check)
   })
 }

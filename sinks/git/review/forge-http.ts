@@ -7,7 +7,7 @@ import {
 // What the pull-request providers (Gitea, GitHub) share on top of the forge client in http.ts:
 // paths, the pull request's JSON shape, and the provider itself, each forge only a dialect.
 
-export interface ForgeClient {
+interface ForgeClient {
   /**
    * The parsed JSON body of a 2xx answer (undefined when empty). A status listed in `expect` is
    * returned as `{ status }` instead of thrown, for the statuses a caller gives a meaning.
@@ -15,14 +15,14 @@ export interface ForgeClient {
   request<T>(method: ForgeRequest['method'], path: string, opts?: { body?: unknown; expect?: readonly number[] }): Promise<ForgeAnswer<T>>
 }
 
-export type ForgeAnswer<T> = { ok: true; status: number; data: T } | { ok: false; status: number; message: string }
+type ForgeAnswer<T> = { ok: true; status: number; data: T } | { ok: false; status: number; message: string }
 
 /**
  * `/a/b/c` with every segment percent-encoded: branch and project names are data, not path. "."
  * and ".." survive encoding and a URL parser resolves them (their encoded forms too), so they
  * are refused.
  */
-export function apiPath(...segments: readonly string[]): string {
+function apiPath(...segments: readonly string[]): string {
   return segments.map((s) => {
     if (s === '.' || s === '..') throw new ReviewError('invalid', `"${s}" cannot be a segment of a forge API path`)
     return '/' + encodeURIComponent(s)
@@ -35,7 +35,7 @@ export function branchPath(branch: string): string {
 }
 
 /** owner and repository of an `owner/repo` project. */
-export function ownerRepo(provider: ReviewProviderName, project: string): [string, string] {
+function ownerRepo(provider: ReviewProviderName, project: string): [string, string] {
   const problem = reviewProjectProblem(provider, project)
   if (problem) throw new ReviewError('invalid', `${provider}: project ${problem}`)
   const [owner, repo] = project.split('/')
@@ -43,7 +43,7 @@ export function ownerRepo(provider: ReviewProviderName, project: string): [strin
 }
 
 /** The shared forge client (http.ts) with a provider's headers, answering in ForgeAnswers. */
-export function forgeClient(endpoint: ReviewEndpoint, headers: Record<string, string>): ForgeClient {
+function forgeClient(endpoint: ReviewEndpoint, headers: Record<string, string>): ForgeClient {
   return {
     async request<T>(method: ForgeRequest['method'], path: string, opts: { body?: unknown; expect?: readonly number[] } = {}): Promise<ForgeAnswer<T>> {
       const { status, body } = await forgeRequest(endpoint, { method, path, body: opts.body, headers, handled: opts.expect })
@@ -54,7 +54,7 @@ export function forgeClient(endpoint: ReviewEndpoint, headers: Record<string, st
 }
 
 /** The part of a pull request Gitea and GitHub both serve (GitHub's shape, which Gitea copies). */
-export interface PullJson {
+interface PullJson {
   number: number
   html_url: string
   state: string
@@ -64,7 +64,7 @@ export interface PullJson {
   base: { ref: string; repo?: { full_name?: string } | null }
 }
 
-export function toReviewRequest(pr: PullJson): ReviewRequest {
+function toReviewRequest(pr: PullJson): ReviewRequest {
   const merged = pr.merged === true || (pr.merged_at !== undefined && pr.merged_at !== null)
   return {
     id: String(pr.number),
@@ -77,7 +77,7 @@ export function toReviewRequest(pr: PullJson): ReviewRequest {
 }
 
 /** From `source` into `target` within the repository itself: a fork's branch of the same name is someone else's. */
-export function isOwnPull(pr: PullJson, source: string, target: string): boolean {
+function isOwnPull(pr: PullJson, source: string, target: string): boolean {
   const head = pr.head.repo?.full_name?.toLowerCase()
   const base = pr.base.repo?.full_name?.toLowerCase()
   return pr.head.ref === source && pr.base.ref === target && head !== undefined && head === base

@@ -8,7 +8,7 @@ import type { ReviewEndpoint, ReviewProvider } from './provider.js'
 // Gitea's default MAX_RESPONSE_ITEMS: a larger limit is cut to it, which would end paging early.
 const PAGE_SIZE = 50
 
-export function giteaDialect(token: string): PullDialect {
+function giteaDialect(token: string): PullDialect {
   return {
     name: 'gitea',
     headers: { Authorization: `token ${token}` },

@@ -7,7 +7,7 @@ import type { ReviewEndpoint, ReviewProvider } from './provider.js'
 
 const PAGE_SIZE = 100
 
-export function githubDialect(token: string): PullDialect {
+function githubDialect(token: string): PullDialect {
   return {
     name: 'github',
     headers: {

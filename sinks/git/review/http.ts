@@ -79,7 +79,8 @@ export async function forgeRequest(endpoint: ReviewEndpoint, req: ForgeRequest):
 
   if (res.status >= 300 && res.status < 400) {
     // Following would send the token to wherever the Location points, past the SSRF guard.
-    fail('invalid', `answered ${res.status}, a redirect to ${locationHost(res.headers.get('location'), url)}; redirects are not followed, set apiUrl to the final address`, res.status)
+    fail('invalid', `answered ${res.status}, a redirect to ${locationHost(res.headers.get('location'), url)}; ` +
+      'redirects are not followed, set apiUrl to the final address', res.status)
   }
   if ((res.status >= 200 && res.status < 300) || req.handled?.includes(res.status)) {
     if (res.status < 300 && text.trim() !== '' && body === undefined) fail('transient', `answered ${res.status} with a body that is not JSON`, res.status)

@@ -15,7 +15,9 @@ const AUTH = { mode: 'token', token: 'api-token' } as const
 
 /** A listening exporter app; its base URL. */
 async function listen(t: TestContext, exporter: ExporterClient, reportLimit: number): Promise<string> {
-  const app = await buildExporterApp({ exporter, auth: AUTH, bodyLimit: 1024 * 1024, reportBodyLimit: reportLimit, maxJsonDepth: 512, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter') })
+  const app = await buildExporterApp({
+    exporter, auth: AUTH, bodyLimit: 1024 * 1024, reportBodyLimit: reportLimit, maxJsonDepth: 512, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter'),
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.after(() => app.close())
   const address = app.server.address()

@@ -75,7 +75,8 @@ test('over the namespace share: refused with the reason, while another namespace
   assert.deepEqual(await h.exporter.reportTarget(report(T2, a2)), {
     accepted: false,
     reason: 'ResourceLimit',
-    message: `the exporter refused 10 items (${c2} bytes): namespace team-a holds ${c1} bytes of items and its share is ${shareBytes} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE`,
+    message: `the exporter refused 10 items (${c2} bytes): namespace team-a holds ${c1} bytes of items and its share is ${shareBytes} bytes; ` +
+      'split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE',
   })
   assert.deepEqual(await h.exporter.reportTarget(report(TB, b)), ACCEPTED)
   assert.deepEqual([...h.held.namespaces], [['team-a', c1], ['team-b', cb]])
@@ -97,7 +98,8 @@ test('over the exporter budget: refused with the reason, whatever the namespace'
   assert.deepEqual(await h.exporter.reportTarget(report(TB, b)), {
     accepted: false,
     reason: 'ResourceLimit',
-    message: `the exporter refused 10 items (${cb} bytes): the exporter holds ${ca} bytes of items and its budget is ${ca + cb - 1} bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_ITEM_BUDGET_BYTES with the exporter's memory limit`,
+    message: `the exporter refused 10 items (${cb} bytes): the exporter holds ${ca} bytes of items and its budget is ${ca + cb - 1} bytes; ` +
+      'split the target, trim the profile, or raise KOLLECT_EXPORTER_ITEM_BUDGET_BYTES with the exporter\'s memory limit',
   })
   assert.deepEqual(h.held.refused, ['team-b/tb:exporter'])
   assert.equal(h.held.total, ca)

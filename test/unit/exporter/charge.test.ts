@@ -16,7 +16,10 @@ const jsonBytes = (item: Item) => Buffer.byteLength(canonicalJson(item))
 test('an item is charged at least its UTF-8 JSON length, for any attributes', () => {
   const text = fc.string({ unit: fc.constantFrom('a', '"', '\\', '\u0000', '\n', 'é', '\u4e00', '😀', '\ud800') })
   const json = fc.letrec((tie) => ({
-    value: fc.oneof({ depthSize: 'small' }, fc.constant(null), fc.boolean(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), text, fc.array(tie('value')), fc.dictionary(text, tie('value'))),
+    value: fc.oneof(
+      { depthSize: 'small' },
+      fc.constant(null), fc.boolean(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), text, fc.array(tie('value')), fc.dictionary(text, tie('value')),
+    ),
   })).value
   fc.assert(fc.property(fc.dictionary(text, json), (attributes) => {
     const item = withAttributes(attributes as JsonObject)

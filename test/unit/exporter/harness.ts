@@ -140,7 +140,7 @@ export class RecordingSink implements Sink {
 }
 
 /** createSink for the Exporter: every call makes a new RecordingSink and remembers it. */
-export class SinkFactory {
+class SinkFactory {
   readonly created: RecordingSink[] = []
   readonly calls: (ResolvedSink | null)[] = []
 

@@ -83,7 +83,8 @@ test('journal: a restarted exporter never writes its stale journaled snapshot ov
     await new Promise((r) => setTimeout(r, 5))
     entries = (await new PendingJournal(dirB).load()).entries
   }
-  assert.deepEqual(entries.map((e) => [e.sinks, e.snapshot?.checksum, e.confirmed?.['team-a/primary']?.checksum]), [[[], undefined, expected(c4).checksum]], 'the entry owes nothing once the fresh export is confirmed')
+  assert.deepEqual(entries.map((e) => [e.sinks, e.snapshot?.checksum, e.confirmed?.['team-a/primary']?.checksum]), [[[], undefined, expected(c4).checksum]],
+    'the entry owes nothing once the fresh export is confirmed')
 })
 
 test('journal: a dropped entry is counted by reason in the exporter metrics', async () => {

@@ -16,7 +16,10 @@ import { composition, harness, itemsOf, LIMIT, report, resolvedSink, T1 } from '
 const AUTH = { mode: 'token', token: 'api-token' } as const
 
 async function listen(t: TestContext, exporter: ExporterClient, ready: () => boolean): Promise<string> {
-  const app = await buildExporterApp({ exporter, ready, auth: AUTH, bodyLimit: 1024 * 1024, reportBodyLimit: 1024 * 1024, maxJsonDepth: 512, logger: createLogger('silent', 'test'), metrics: createMetrics('exporter') })
+  const app = await buildExporterApp({
+    exporter, ready, auth: AUTH, bodyLimit: 1024 * 1024, reportBodyLimit: 1024 * 1024, maxJsonDepth: 512,
+    logger: createLogger('silent', 'test'), metrics: createMetrics('exporter'),
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.after(() => app.close())
   const address = app.server.address()
@@ -126,7 +129,8 @@ test('the exporter API says its role on every /v1 answer', LIMIT, async (t) => {
 })
 
 test('peers: host:port lists and names, resolved at most once per cache period, the last answer kept on a failed lookup', async () => {
-  assert.deepEqual(parsePeers('127.0.0.1:8081, [::1]:9000,kollect-exporter-peers.ns.svc:8081'), [{ host: '127.0.0.1', port: 8081 }, { host: '::1', port: 9000 }, { host: 'kollect-exporter-peers.ns.svc', port: 8081 }])
+  assert.deepEqual(parsePeers('127.0.0.1:8081, [::1]:9000,kollect-exporter-peers.ns.svc:8081'),
+    [{ host: '127.0.0.1', port: 8081 }, { host: '::1', port: 9000 }, { host: 'kollect-exporter-peers.ns.svc', port: 8081 }])
   for (const bad of ['', ' , ', 'host', 'host:0', 'host:70000', 'http://host:1']) assert.throws(() => parsePeers(bad), /KOLLECT_EXPORTER_PEERS/, bad)
   let now = 0
   let answer: string[] | Error = ['10.0.0.1', '10.0.0.2']

@@ -56,7 +56,10 @@ const subset = [
 ]
 
 // Built by cel-js alone: the fast path has no answer for these and must not pretend to.
-const outside = ['object.spec.replicas + 1', "object.metadata.name.matches('^a')", 'object.spec.template.spec.containers.filter(c, c.image != "")', 'object.spec.replicas == 1.0', "size(object.metadata.name) > 0", 'object.metadata["name"]']
+const outside = [
+  'object.spec.replicas + 1', "object.metadata.name.matches('^a')", 'object.spec.template.spec.containers.filter(c, c.image != "")',
+  'object.spec.replicas == 1.0', "size(object.metadata.name) > 0", 'object.metadata["name"]',
+]
 
 function celJsOnly(expression: string): CelProgram {
   const compiled = compileCel(`dyn(${expression})`)
@@ -141,7 +144,11 @@ describe('CEL fast path', () => {
       { name: 'images', cel: 'object.spec.template.spec.containers.map(c, c.image)' },
       { name: 'count', cel: 'size(object.spec.template.spec.containers)', type: 'integer' as const },
       { name: 'team', cel: 'object.metadata.?labels.team.orValue("unknown")', optional: true },
-      { name: 'ready', cel: '(has(object.status) && has(object.status.readyReplicas) ? object.status.readyReplicas : 0) == (has(object.spec.replicas) ? object.spec.replicas : 1)', type: 'boolean' as const },
+      {
+        name: 'ready',
+        cel: '(has(object.status) && has(object.status.readyReplicas) ? object.status.readyReplicas : 0) == (has(object.spec.replicas) ? object.spec.replicas : 1)',
+        type: 'boolean' as const,
+      },
       { name: 'name', cel: 'object.metadata.name', type: 'string' as const, optional: true },
     ]
     const fast = profileOf(attributes)

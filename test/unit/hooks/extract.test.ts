@@ -511,7 +511,9 @@ describe('extractObject: per-item size limit', () => {
 
 describe('expressionInput: what expressions see', () => {
   const redactor = profileOf([]).redactor
-  const applied = (text: unknown): KubeObject => wire({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'team-a', annotations: { [LAST_APPLIED]: text as string, note: 'kept' } } })
+  const applied = (text: unknown): KubeObject => wire({
+    apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'team-a', annotations: { [LAST_APPLIED]: text as string, note: 'kept' } },
+  })
 
   test('an object with neither Secret data nor the annotation is the same object (the hot path copies nothing)', () => {
     assert.equal(expressionInput(DEPLOY, redactor), DEPLOY)
@@ -539,8 +541,14 @@ describe('expressionInput: what expressions see', () => {
   })
 
   test("a core Secret loses data and stringData, also in its annotation; another kind's data stays", () => {
-    const secret = wire({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', annotations: { [LAST_APPLIED]: '{"kind":"Secret","apiVersion":"v1","data":{"a":"YQ=="},"type":"Opaque"}' } }, data: { a: 'YQ==' }, stringData: { b: 'b' } })
-    assert.deepEqual(expressionInput(secret, redactor), { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', annotations: { [LAST_APPLIED]: '{"apiVersion":"v1","kind":"Secret","type":"Opaque"}' } } })
+    const secret = wire({
+      apiVersion: 'v1', kind: 'Secret',
+      metadata: { name: 's', annotations: { [LAST_APPLIED]: '{"kind":"Secret","apiVersion":"v1","data":{"a":"YQ=="},"type":"Opaque"}' } },
+      data: { a: 'YQ==' }, stringData: { b: 'b' },
+    })
+    assert.deepEqual(expressionInput(secret, redactor), {
+      apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', annotations: { [LAST_APPLIED]: '{"apiVersion":"v1","kind":"Secret","type":"Opaque"}' } },
+    })
     const custom = wire({ apiVersion: 'example.com/v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'kept' } })
     assert.equal(expressionInput(custom, redactor), custom)
   })

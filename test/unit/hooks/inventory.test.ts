@@ -86,7 +86,13 @@ describe('customizeInventory', () => {
 
 // ---- compose ----
 
-function composed(over: { targets?: string[]; sinks?: { namespace: string; name: string; spec: KollectSinkSpec }[]; useDefaultSink?: boolean; debounceMs?: number; maxWaitMs?: number; suspend?: boolean }, problems: { reason: string; message: string }[] = []): Composed {
+function composed(
+  over: {
+    targets?: string[]; sinks?: { namespace: string; name: string; spec: KollectSinkSpec }[]
+    useDefaultSink?: boolean; debounceMs?: number; maxWaitMs?: number; suspend?: boolean
+  },
+  problems: { reason: string; message: string }[] = [],
+): Composed {
   return {
     ok: true,
     problems,
@@ -113,7 +119,10 @@ const REMOTE_GIT: KubeObject = { ...GIT_SINK, spec: REMOTE_GIT_SPEC }
 /** shared-pg in platform, reading its DSN from the namespace vault. */
 const VAULT_PG_SPEC: KollectSinkSpec = { ...PG_SPEC, secretRef: { namespace: 'vault', name: 'pg-creds' } }
 const VAULT_PG: KubeObject = { ...SHARED_PG, spec: VAULT_PG_SPEC }
-const GIT_SECRET_DENIED = { reason: 'ScopeSecretDenied', message: 'Secret vault/git-creds of KollectSink team-a/git-demo is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)' }
+const GIT_SECRET_DENIED = {
+  reason: 'ScopeSecretDenied',
+  message: 'Secret vault/git-creds of KollectSink team-a/git-demo is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)',
+}
 
 describe('composeInventory', () => {
   const cases: { reason: string; req: () => SyncRequest; want: Composed }[] = [
@@ -154,12 +163,20 @@ describe('composeInventory', () => {
     },
     {
       reason: 'a sink of another namespace is judged by its own namespace\'s scopes, not the inventory\'s',
-      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { sinks: [GIT_SINK, VAULT_PG], scopes: [scopeCr('pg', { allowedSinks: [{ namespace: 'platform', name: 'shared-pg' }], allowedSecrets: [{ namespace: 'vault', name: 'pg-creds' }] })] }),
-      want: composed({}, [{ reason: 'ScopeSecretDenied', message: 'Secret vault/pg-creds of KollectSink platform/shared-pg is not allowed by the scope of namespace platform (no KollectScope: own namespace only)' }]),
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), {
+        sinks: [GIT_SINK, VAULT_PG],
+        scopes: [scopeCr('pg', { allowedSinks: [{ namespace: 'platform', name: 'shared-pg' }], allowedSecrets: [{ namespace: 'vault', name: 'pg-creds' }] })],
+      }),
+      want: composed({}, [{
+        reason: 'ScopeSecretDenied',
+        message: 'Secret vault/pg-creds of KollectSink platform/shared-pg is not allowed by the scope of namespace platform (no KollectScope: own namespace only)',
+      }]),
     },
     {
       reason: 'the scope of the other sink\'s namespace can grant its Secret',
-      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), { sinks: [GIT_SINK, VAULT_PG], scopes: [ALLOW_SHARED_PG, scopeCr('platform', { allowedSecrets: [{ namespace: 'vault', name: 'pg-creds' }] }, 'platform')] }),
+      req: () => request(inventory({ sinkRefs: WITH_SHARED_PG }), {
+        sinks: [GIT_SINK, VAULT_PG], scopes: [ALLOW_SHARED_PG, scopeCr('platform', { allowedSecrets: [{ namespace: 'vault', name: 'pg-creds' }] }, 'platform')],
+      }),
       want: composed({ sinks: [{ namespace: 'team-a', name: 'git-demo', spec: GIT_SPEC }, { namespace: 'platform', name: 'shared-pg', spec: VAULT_PG_SPEC }] }),
     },
     {
@@ -237,7 +254,8 @@ const REVIEW_URL = 'https://gitea.example/platform/inventory/pulls/7'
 const GIT_REVIEWING: SinkExportState = { ...GIT_SYNCED, state: 'AwaitingReview', reviewUrl: REVIEW_URL, message: `awaiting review: ${REVIEW_URL}` }
 const PG_FAILING: SinkExportState = { namespace: 'platform', name: 'shared-pg', state: 'Failing', checksum: '', itemCount: 0, message: 'connection refused (attempt 3, next in 4s)' }
 const PG_UNVERIFIED: SinkExportState = {
-  namespace: 'platform', name: 'shared-pg', state: 'Unverified', checksum: CHECKSUM, itemCount: 2, lastExportTime: EXPORTED_AT, message: 'drift check failed, retrying with backoff: connection refused',
+  namespace: 'platform', name: 'shared-pg', state: 'Unverified', checksum: CHECKSUM, itemCount: 2, lastExportTime: EXPORTED_AT,
+  message: 'drift check failed, retrying with backoff: connection refused',
 }
 
 function exportState(over: Partial<InventoryExportState>): InventoryExportState {
@@ -276,7 +294,10 @@ describe('inventoryStatus', () => {
     {
       reason: 'a first export still due is Pending, and lastExportTime is absent because there was none',
       composed: composed({}),
-      state: exportState({ lastExportTime: undefined, checksum: '', itemCount: 2, sinks: [{ namespace: 'team-a', name: 'git-demo', state: 'Pending', checksum: '', itemCount: 0, message: 'export due in 2s' }] }),
+      state: exportState({
+        lastExportTime: undefined, checksum: '', itemCount: 2,
+        sinks: [{ namespace: 'team-a', name: 'git-demo', state: 'Pending', checksum: '', itemCount: 0, message: 'export due in 2s' }],
+      }),
       want: {
         observedGeneration: 1,
         itemCount: 2,
@@ -635,7 +656,8 @@ describe('resyncAfterSeconds', () => {
     { reason: 'a drift check retried in at most 4 s: 5 s', state: exportState({ sinks: [PG_UNVERIFIED, GIT_SYNCED], nextChangeInMs: 4_000 }), want: 5 },
     { reason: 'a drift check retry running (no known end): a modest resync', state: exportState({ sinks: [PG_UNVERIFIED, GIT_SYNCED] }), want: 10 },
     { reason: 'targets not all heard from: a modest resync', state: exportState({ complete: false, missingTargets: [{ namespace: 'team-a', name: 'prod-deploys' }], sinks: [] }), want: 10 },
-    { reason: 'an inventory with no sink waits for a sink or scope event, not a timer', composed: composed({ sinks: [] }), state: exportState({ complete: false, missingTargets: MISSING(['prod-deploys']), sinks: [] }), want: undefined },
+    { reason: 'an inventory with no sink waits for a sink or scope event, not a timer',
+      composed: composed({ sinks: [] }), state: exportState({ complete: false, missingTargets: MISSING(['prod-deploys']), sinks: [] }), want: undefined },
     { reason: 'a suspended inventory never changes by itself: no resync', composed: composed({ suspend: true }), state: exportState({ pending: true, nextChangeInMs: 1_000 }), want: undefined },
   ]
   for (const c of cases) {

@@ -178,7 +178,8 @@ describe('syncSink', () => {
     {
       reason: 'a kafka broker on port 0 or above 65535 is refused, as the sink refuses it: never Ready=True Valid',
       parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com:0,kafka.example.com:65536' } }),
-      want: INVALID('spec.kafka.brokers: "kafka.example.com:0" must be host:port, with a port from 1 to 65535; spec.kafka.brokers: "kafka.example.com:65536" must be host:port, with a port from 1 to 65535'),
+      want: INVALID('spec.kafka.brokers: "kafka.example.com:0" must be host:port, with a port from 1 to 65535; ' +
+        'spec.kafka.brokers: "kafka.example.com:65536" must be host:port, with a port from 1 to 65535'),
     },
     {
       reason: 'a kafka sink whose state topic is its events topic is refused',

@@ -177,10 +177,14 @@ describe('secretAllowed and secretDenial', () => {
     { reason: 'a scope listing another Secret of that namespace refuses it', scopes: [{ name: 's', spec: { allowedSecrets: [{ namespace: 'platform', name: 'pg-creds' }] } }], ref: GIT, want: false },
     { reason: 'the same name in another namespace is another Secret', scopes: [{ name: 's', spec: { allowedSecrets: [{ namespace: 'team-b', name: 'git-creds' }] } }], ref: GIT, want: false },
     { reason: 'two scopes: one listing it is not enough (most restrictive reading)', scopes: [{ name: 'a', spec: { allowedSecrets: [GIT] } }, { name: 'b', spec: {} }], ref: GIT, want: false },
-    { reason: 'two scopes both listing it allow it', scopes: [{ name: 'a', spec: { allowedSecrets: [GIT] } }, { name: 'b', spec: { allowedSecrets: [{ namespace: 'x', name: 'y' }, GIT] } }], ref: GIT, want: true },
+    { reason: 'two scopes both listing it allow it',
+      scopes: [{ name: 'a', spec: { allowedSecrets: [GIT] } }, { name: 'b', spec: { allowedSecrets: [{ namespace: 'x', name: 'y' }, GIT] } }],
+      ref: GIT, want: true },
     { reason: 'a grant in team-a\'s scope does not extend to a sink of another namespace', scopes: [{ name: 's', spec: { allowedSecrets: [GIT] } }], sinkNamespace: 'team-b', ref: GIT, want: false },
     { reason: 'a sink of another namespace still uses its own Secrets', scopes: [], sinkNamespace: 'team-b', ref: { name: 'git-creds' }, want: true },
-    { reason: 'a name that is not a string never matches a grant', scopes: [{ name: 's', spec: { allowedSecrets: [{ namespace: 'platform', name: 'undefined' }] } }], ref: { namespace: 'platform' } as unknown as SecretRef, want: false },
+    { reason: 'a name that is not a string never matches a grant',
+      scopes: [{ name: 's', spec: { allowedSecrets: [{ namespace: 'platform', name: 'undefined' }] } }],
+      ref: { namespace: 'platform' } as unknown as SecretRef, want: false },
   ]
   for (const c of cases) {
     test(c.reason, () => {

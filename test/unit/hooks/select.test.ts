@@ -77,7 +77,9 @@ describe('selection predicates', () => {
     { reason: 'inNamespace refuses a namespace that was not selected', predicate: inNamespace(new Set(['team-a']), new Set()), object: obj('team-b', 'a'), want: 'namespace team-b is not selected' },
     { reason: 'inNamespace with * passes any namespace that is not denied', predicate: inNamespace('*', new Set(['kube-system'])), object: obj('team-z', 'a'), want: null },
     { reason: 'inNamespace: denied wins over *', predicate: inNamespace('*', new Set(['kube-system'])), object: obj('kube-system', 'a'), want: 'namespace kube-system is denied by scope' },
-    { reason: 'inNamespace: denied wins over an explicit allow', predicate: inNamespace(new Set(['kube-system']), new Set(['kube-system'])), object: obj('kube-system', 'a'), want: 'namespace kube-system is denied by scope' },
+    { reason: 'inNamespace: denied wins over an explicit allow',
+      predicate: inNamespace(new Set(['kube-system']), new Set(['kube-system'])), object: obj('kube-system', 'a'),
+      want: 'namespace kube-system is denied by scope' },
     { reason: 'matchesLabels passes matching labels', predicate: matchesLabels({ matchLabels: { tier: 'frontend' } }), object: obj('team-a', 'a'), want: null },
     { reason: 'matchesLabels gives its reason', predicate: matchesLabels({ matchLabels: { tier: 'backend' } }), object: obj('team-a', 'a'), want: 'labels do not match labelSelector' },
     { reason: 'no match policy passes everything', predicate: passesMatchPolicy(undefined), object: obj('team-a', 'tmp-a'), want: null },
@@ -99,7 +101,10 @@ describe('selection predicates', () => {
   test('select returns the first failing reason in chain order, or null', () => {
     const chain = [inNamespace(new Set(['team-a']), new Set()), matchesLabels({ matchLabels: { tier: 'frontend' } }), passesMatchPolicy(program("object.metadata.name != 'skip'"))]
     assert.deepStrictEqual(
-      [obj('team-a', 'web'), obj('team-b', 'web', { tier: 'backend' }), obj('team-a', 'web', { tier: 'backend' }), obj('team-a', 'skip')].map((o) => { const r = select(o, chain); return r && describeRejection(r) }),
+      [obj('team-a', 'web'), obj('team-b', 'web', { tier: 'backend' }), obj('team-a', 'web', { tier: 'backend' }), obj('team-a', 'skip')].map((o) => {
+        const r = select(o, chain)
+        return r && describeRejection(r)
+      }),
       [null, 'namespace team-b is not selected', 'labels do not match labelSelector', 'matchPolicy is false'],
     )
   })

@@ -64,7 +64,8 @@ test('stale items add Degraded StaleItemsKept, or join the message of a Degraded
   ])
   const denied = cond('Degraded', 'True', 'ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b', 2)
   assert.deepEqual(staleItemsTargetSync(answer(2, [ready, denied]), 1).status.conditions, [
-    cond('Degraded', 'True', 'ScopeNamespaceDenied', 'namespaces not allowed by scope: team-b; 1 object was older (metadata.generation) than the exporter\'s items for them; the newer items were kept', 2),
+    cond('Degraded', 'True', 'ScopeNamespaceDenied',
+      'namespaces not allowed by scope: team-b; 1 object was older (metadata.generation) than the exporter\'s items for them; the newer items were kept', 2),
     ready,
   ])
 })

@@ -516,7 +516,8 @@ describe('syncTarget: scope of the kind', () => {
 
   test('ResourceNotWatched says why, what happens next and what to do now, in the condition and lastError', () => {
     const got = syncTarget(syncOf(FLEET, [], [ALL_NAMESPACES], [TYPES.scope, TYPES.profile]), { plural: { plural: 'fleets', source: 'discovery', namespaced: false } })
-    const message = "Metacontroller does not watch Fleet.fleet.example.com for this target: its cached customize answer predates the kind. It asks again within 20 minutes; a spec edit makes it ask now (labels and annotations do not count). The exporter keeps the last items"
+    const message = 'Metacontroller does not watch Fleet.fleet.example.com for this target: its cached customize answer predates the kind. ' +
+      'It asks again within 20 minutes; a spec edit makes it ask now (labels and annotations do not count). The exporter keeps the last items'
     assert.deepStrictEqual(got, {
       response: {
         status: {
@@ -533,10 +534,13 @@ describe('syncTarget: scope of the kind', () => {
 })
 
 describe('refusedTargetSync', () => {
-  const REFUSAL = 'the exporter refused 2 items (9000 bytes): namespace team-a holds 30000 bytes of items and its share is 32768 bytes; split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE'
+  const REFUSAL = 'the exporter refused 2 items (9000 bytes): namespace team-a holds 30000 bytes of items and its share is 32768 bytes; ' +
+    'split the target, trim the profile, or raise KOLLECT_EXPORTER_NAMESPACE_SHARE'
 
   test('Ready False ResourceLimit with the exporter\'s message in the condition and lastError; counts as extracted; no checksum; other conditions kept', () => {
-    const synced = syncTarget(request([deployment(1), deployment(6, { namespace: 'kube-system' }), deployment(3)], { target: target({ namespaces: ['team-a', 'kube-system'] }), scopes: [EXAMPLE_SCOPE] }), CTX)
+    const synced = syncTarget(request([deployment(1), deployment(6, { namespace: 'kube-system' }), deployment(3)], {
+      target: target({ namespaces: ['team-a', 'kube-system'] }), scopes: [EXAMPLE_SCOPE],
+    }), CTX)
     const got = refusedTargetSync(synced.response, REFUSAL)
     assert.deepStrictEqual([got.status.matchedCount, got.status.extractedCount, got.status.failedCount], [2, 2, 0])
     assert.deepStrictEqual(got, {

@@ -22,10 +22,12 @@ describe('secretLocation', () => {
   const cases: { reason: string; sink: ResolvedSink; want: ReturnType<typeof secretLocation> }[] = [
     { reason: 'no secretRef: nothing to read', sink: sink('team-a', undefined), want: null },
     { reason: 'no namespace: the sink\'s own', sink: sink('team-a', { name: 'git-creds' }), want: { namespace: 'team-a', name: 'git-creds', foreign: false } },
-    { reason: 'an empty namespace: the sink\'s own (as the hooks read it)', sink: sink('team-a', { name: 'git-creds', namespace: '' }), want: { namespace: 'team-a', name: 'git-creds', foreign: false } },
+    { reason: 'an empty namespace: the sink\'s own (as the hooks read it)',
+      sink: sink('team-a', { name: 'git-creds', namespace: '' }), want: { namespace: 'team-a', name: 'git-creds', foreign: false } },
     { reason: 'the own namespace spelled out', sink: sink('team-a', { name: 'git-creds', namespace: 'team-a' }), want: { namespace: 'team-a', name: 'git-creds', foreign: false } },
     { reason: 'another namespace is foreign', sink: sink('team-a', { name: 'git-creds', namespace: 'team-b' }), want: { namespace: 'team-b', name: 'git-creds', foreign: true } },
-    { reason: '"../team-a" is another namespace, not the own one', sink: sink('team-a', { name: 'git-creds', namespace: '../team-a' }), want: { namespace: '../team-a', name: 'git-creds', foreign: true } },
+    { reason: '"../team-a" is another namespace, not the own one',
+      sink: sink('team-a', { name: 'git-creds', namespace: '../team-a' }), want: { namespace: '../team-a', name: 'git-creds', foreign: true } },
   ]
   for (const c of cases) test(c.reason, () => assert.deepStrictEqual(secretLocation(c.sink), c.want))
 })
@@ -35,10 +37,16 @@ describe('secretRefusal (cluster mode decides with the scopes it listed itself)'
   const GRANT: ScopeList = [{ name: 'creds', spec: { allowedSecrets: [{ namespace: 'team-b', name: 'git-creds' }] } }]
   const cases: { reason: string; sink: ResolvedSink; scopes: ScopeList; refused: string | null }[] = [
     { reason: 'an own-namespace Secret needs no scope', sink: sink('team-a', { name: 'git-creds' }), scopes: [], refused: null },
-    { reason: 'a foreign Secret without a scope is refused', sink: FOREIGN, scopes: [], refused: 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)' },
+    { reason: 'a foreign Secret without a scope is refused',
+      sink: FOREIGN, scopes: [],
+      refused: 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (no KollectScope: own namespace only)' },
     { reason: 'a foreign Secret every scope lists is allowed', sink: FOREIGN, scopes: GRANT, refused: null },
-    { reason: 'a foreign Secret one of two scopes lists is refused', sink: FOREIGN, scopes: [...GRANT, { name: 'plain', spec: {} }], refused: 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (KollectScope creds, plain)' },
-    { reason: 'allowedSinks is no grant for a Secret', sink: FOREIGN, scopes: [{ name: 's', spec: { allowedSinks: [{ namespace: 'team-b', name: 'git-creds' }] } }], refused: 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (KollectScope s)' },
+    { reason: 'a foreign Secret one of two scopes lists is refused',
+      sink: FOREIGN, scopes: [...GRANT, { name: 'plain', spec: {} }],
+      refused: 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (KollectScope creds, plain)' },
+    { reason: 'allowedSinks is no grant for a Secret',
+      sink: FOREIGN, scopes: [{ name: 's', spec: { allowedSinks: [{ namespace: 'team-b', name: 'git-creds' }] } }],
+      refused: 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is not allowed by the scope of namespace team-a (KollectScope s)' },
   ]
   for (const c of cases) {
     test(c.reason, () => {
@@ -67,7 +75,8 @@ describe('secretEnvName', () => {
       ['team', '', 'name ""'], ['-team', 'x', 'namespace "-team"'], ['team', 'x.', 'name "x."'],
     ]
     for (const [ns, name, refused] of cases) {
-      assert.throws(() => secretEnvName(ns, name, 'token'), (err: unknown) => err instanceof SinkError && !err.retriable && err.message.startsWith(`Secret ${refused} has no unambiguous environment variable`), `${ns}/${name}`)
+      assert.throws(() => secretEnvName(ns, name, 'token'),
+        (err: unknown) => err instanceof SinkError && !err.retriable && err.message.startsWith(`Secret ${refused} has no unambiguous environment variable`), `${ns}/${name}`)
     }
   })
 })
@@ -91,7 +100,8 @@ describe('envCredentials (local mode)', () => {
   test('another namespace\'s Secret is refused even though its variables are set, permanently and without its data', async () => {
     const err = await rejection(read(sink('team-a', { name: 'git-creds', namespace: 'team-b' })))
     assert.equal(err.retriable, false)
-    assert.equal(err.message, 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is in another namespace; without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace')
+    assert.equal(err.message, 'ScopeSecretDenied: Secret team-b/git-creds of KollectSink team-a/git is in another namespace; ' +
+      'without a cluster (credentials from environment variables) a sink may use only Secrets of its own namespace')
     assert.ok(!err.message.includes('team-b-token'))
   })
 

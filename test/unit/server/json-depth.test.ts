@@ -18,7 +18,8 @@ const secure = (text: string): { ok: true; value: unknown } | { ok: false } => {
 
 describe('scanJson', () => {
   const cases: { reason: string; text: string; max?: number; want: Scan }[] = [
-    { reason: 'a Metacontroller body (Go escapes <, > and & as \\u003c...) is plain', text: goJson(targetSyncRequest([deployment(1, { managedFields: true })])) + '"\\u003c\\u0026"', want: Scan.Plain },
+    { reason: 'a Metacontroller body (Go escapes <, > and & as \\u003c...) is plain',
+      text: goJson(targetSyncRequest([deployment(1, { managedFields: true })])) + '"\\u003c\\u0026"', want: Scan.Plain },
     { reason: 'a __proto__ key', text: '{"a":{"__proto__":{}}}', want: Scan.Suspect },
     { reason: 'a constructor key', text: '{"constructor":{"prototype":{}}}', want: Scan.Suspect },
     { reason: 'an underscore spelled \\u005f', text: '{"\\u005f_proto__":1}', want: Scan.Suspect },

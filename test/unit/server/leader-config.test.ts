@@ -12,7 +12,9 @@ test('on: client-go\'s timings, the pod as identity and namespace from the downw
   assert.deepEqual(loadConfig({ ...OPEN, KOLLECT_LEADER_ELECTION: 'true', POD_NAME: 'kollect-7d9f-abcde', POD_NAMESPACE: 'ops' }).leaderElection, {
     name: 'kollect-exporter', namespace: 'ops', identity: 'kollect-7d9f-abcde', durationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
   })
-  const explicit = loadConfig({ ...OPEN, KOLLECT_LEADER_ELECTION: 'yes', KOLLECT_LEASE_NAME: 'x', KOLLECT_LEASE_NAMESPACE: 'y', KOLLECT_LEASE_IDENTITY: 'z', POD_NAME: 'p', POD_NAMESPACE: 'q' }).leaderElection
+  const explicit = loadConfig({
+    ...OPEN, KOLLECT_LEADER_ELECTION: 'yes', KOLLECT_LEASE_NAME: 'x', KOLLECT_LEASE_NAMESPACE: 'y', KOLLECT_LEASE_IDENTITY: 'z', POD_NAME: 'p', POD_NAMESPACE: 'q',
+  }).leaderElection
   assert.deepEqual([explicit?.name, explicit?.namespace, explicit?.identity], ['x', 'y', 'z'])
 })
 

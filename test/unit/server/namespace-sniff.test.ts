@@ -19,12 +19,14 @@ describe('sniffNamespace', () => {
     { reason: 'a Metacontroller request: controller first, parent keys sorted', body: metacontrollerBody('team-b'), want: 'team-b' },
     {
       reason: 'the controller names a namespace (its webhook service) before the parent: only parent.metadata counts',
-      body: '{"controller":{"metadata":{"name":"c","namespace":"kollect"},"spec":{"hooks":{"sync":{"webhook":{"service":{"namespace":"kollect"}}}}}},"parent":{"apiVersion":"v1","metadata":{"name":"t","namespace":"team-c"}}}',
+      body: '{"controller":{"metadata":{"name":"c","namespace":"kollect"},"spec":{"hooks":{"sync":{"webhook":{"service":{"namespace":"kollect"}}}}}},' +
+        '"parent":{"apiVersion":"v1","metadata":{"name":"t","namespace":"team-c"}}}',
       want: 'team-c',
     },
     { reason: 'namespace keys elsewhere in the parent do not count', body: '{"parent":{"spec":{"namespace":"evil"},"metadata":{"labels":{"namespace":"evil"},"namespace":"team-d"}}}', want: 'team-d' },
     { reason: 'pretty-printed JSON (curl users)', body: JSON.stringify({ parent: { metadata: { name: 't', namespace: 'team-e' } } }, null, 2), want: 'team-e' },
-    { reason: 'strings holding braces, quotes and colons are skipped as strings', body: '{"controller":{"x":"}{\\":\\"parent\\":{"},"parent":{"metadata":{"a":"\\"}","namespace":"team-f"}}}', want: 'team-f' },
+    { reason: 'strings holding braces, quotes and colons are skipped as strings',
+      body: '{"controller":{"x":"}{\\":\\"parent\\":{"},"parent":{"metadata":{"a":"\\"}","namespace":"team-f"}}}', want: 'team-f' },
     { reason: 'a parent without a namespace (cluster-scoped)', body: '{"parent":{"metadata":{"name":"t"}},"related":{"x":{"metadata":{"namespace":"team-g"}}}}', want: null },
     { reason: 'a namespace that is not a DNS label', body: '{"parent":{"metadata":{"namespace":"Team_A"}}}', want: null },
     { reason: 'an escaped namespace is not decoded', body: '{"parent":{"metadata":{"namespace":"team\\u002da"}}}', want: null },

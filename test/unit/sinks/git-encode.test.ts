@@ -35,7 +35,8 @@ describe('itemPath', () => {
   const cases: { reason: string; item: Item; want: string }[] = [
     { reason: 'target, group, kind, namespace, name', item: makeItem(1), want: `${DIR}/team-a/prod-deploys/apps/Deployment/team-b/svc-000001.json` },
     { reason: 'the core group is spelled "core"', item: makeItem(1, { group: '', kind: 'ConfigMap' }), want: `${DIR}/team-a/prod-deploys/core/ConfigMap/team-b/svc-000001.json` },
-    { reason: 'a cluster-scoped object sits under "_cluster"', item: makeItem(1, { kind: 'Namespace', group: '', namespace: '' }), want: `${DIR}/team-a/prod-deploys/core/Namespace/_cluster/svc-000001.json` },
+    { reason: 'a cluster-scoped object sits under "_cluster"',
+      item: makeItem(1, { kind: 'Namespace', group: '', namespace: '' }), want: `${DIR}/team-a/prod-deploys/core/Namespace/_cluster/svc-000001.json` },
     {
       reason: 'every part is one escaped segment',
       item: makeItem(1, { target: { namespace: 'a/b', name: '..' }, group: 'x.io', name: 'a b"é' }),

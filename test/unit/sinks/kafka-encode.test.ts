@@ -146,7 +146,10 @@ describe('kafkaSettings', () => {
   }
 
   test('defaults, SASL and TLS from the secret; every secret value is masked', () => {
-    const s = kafkaSettings({ ...base, credentials: { username: 'svc', password: 'pw-123', 'ca.crt': 'CA' }, spec: { type: 'kafka', kafka: { brokers: 'k:1', tls: true, saslMechanism: 'SCRAM-SHA-512' } } })
+    const s = kafkaSettings({
+      ...base, credentials: { username: 'svc', password: 'pw-123', 'ca.crt': 'CA' },
+      spec: { type: 'kafka', kafka: { brokers: 'k:1', tls: true, saslMechanism: 'SCRAM-SHA-512' } },
+    })
     assert.deepEqual([s.topic, s.stateTopic, s.cleanupPolicy, s.partitions, s.transactionalId], ['kollect', 'kollect.kollect-state', 'compact', undefined, 'kollect/platform/events'])
     assert.deepEqual(s.sasl, { mechanism: 'SCRAM-SHA-512', username: 'svc', password: 'pw-123' })
     assert.deepEqual(s.tls, { ca: 'CA' })
@@ -162,8 +165,13 @@ describe('isRetriable and explained', () => {
     { reason: 'a broker that went away', err: wrapped(clientError('Connection to 127.0.0.1:9092 failed.', 'PLT_KFK_NETWORK', true)), retriable: true },
     { reason: 'a refused connection', err: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), retriable: true },
     { reason: 'wrong credentials', err: wrapped(clientError('SASL authentication failed.', 'PLT_KFK_AUTHENTICATION', false)), retriable: false },
-    { reason: 'a record above the broker\'s message size', err: clientError('The request included a message larger than the max message size the server will accept.', 'PLT_KFK_PROTOCOL', false), retriable: false },
-    { reason: 'fenced by a newer producer with the same transactional id (split brain): the retry registers it again', err: clientError('Received response with error while executing API AddPartitionsToTxn(v5): There is a newer producer with the same transactionalId which fences the current one.', 'PLT_KFK_RESPONSE', false), retriable: true },
+    { reason: 'a record above the broker\'s message size',
+      err: clientError('The request included a message larger than the max message size the server will accept.', 'PLT_KFK_PROTOCOL', false),
+      retriable: false },
+    { reason: 'fenced by a newer producer with the same transactional id (split brain): the retry registers it again',
+      err: clientError('Received response with error while executing API AddPartitionsToTxn(v5): ' +
+        'There is a newer producer with the same transactionalId which fences the current one.', 'PLT_KFK_RESPONSE', false),
+      retriable: true },
     { reason: 'a coordinator still loading', err: clientError('The coordinator is loading and hence can\'t process requests.', 'PLT_KFK_PROTOCOL', true), retriable: true },
   ]
   for (const c of cases) test(c.reason, () => assert.equal(isRetriable(c.err), c.retriable))
