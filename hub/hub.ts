@@ -1,25 +1,21 @@
-import path from 'node:path'
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream'
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node'
-import { DEFAULT_BACKOFF, realClock, retryUntilDone, SinkDriver, type BackoffPolicy, type DriverContext, type Log } from '../exporter/index.js'
-import { NO_FENCE } from '../sinks/fence.js'
+import { DEFAULT_BACKOFF, retryUntilDone, type BackoffPolicy, type Log } from '../exporter/index.js'
 import { natsSettings } from '../sinks/nats/config.js'
 import { subjectFor } from '../sinks/nats/encode.js'
 import { readStreamRange } from '../sinks/nats/read.js'
-import { createSinkFactory } from '../sinks/registry.js'
-import type { KollectSinkSpec, ObjectRef, Snapshot } from '../api/types.js'
-import type { Sink } from '../sinks/sink.js'
+import type { Snapshot } from '../api/types.js'
 import { applyMessage, type FleetState, type HeldInventory, type StreamMessage, type Verdict } from './fleet.js'
 import { readSecretDir, type HubConfig } from './config.js'
 import type { HubMetrics } from './metrics.js'
 import { HubStore } from './store.js'
+import { HubWriters } from './writers.js'
 
 // Hub mode: one durable pull consumer over the spokes' stream. Messages are applied in stream
 // order to the picture of each spoke inventory (fleet.ts); a marker exports that inventory to
 // every hub sink, saves it, and only then acknowledges its messages, so a crash anywhere
 // redelivers what the sinks did not confirm, and the sinks skip what they already hold. The
-// writes go through the exporter's sink driver, one per spoke inventory and hub sink, with the
-// exporter's retries and hold after a permanent error; no drift checks and no lease.
+// writes go through the exporter's sink drivers (writers.ts).
 
 export interface HubOptions {
   config: HubConfig
@@ -28,20 +24,11 @@ export interface HubOptions {
   backoff?: BackoffPolicy
 }
 
-interface NamedSink {
-  name: string
-  spec: KollectSinkSpec
-  sink: Sink
-}
-
 export class Hub {
   private nc: NatsConnection | undefined
   private jsm: JetStreamManager | undefined
   private messages: ConsumerMessages | undefined
-  private sinks: NamedSink[] = []
-  /** Per spoke inventory, one driver per hub sink, and the snapshot they were last offered. */
-  private readonly drivers = new Map<string, { drivers: SinkDriver[]; offered: Snapshot | null }>()
-  private readonly ctx: DriverContext
+  private readonly writers: HubWriters
   private state: FleetState = {}
   private readonly store: HubStore
   private readonly allowed: ReadonlySet<string>
@@ -53,15 +40,7 @@ export class Hub {
   constructor(private readonly options: HubOptions) {
     this.store = new HubStore(options.config.dataDir)
     this.allowed = new Set(options.config.clusters)
-    this.ctx = {
-      clock: realClock,
-      backoff: options.backoff ?? DEFAULT_BACKOFF,
-      log: options.log,
-      observer: { onExport: (e) => options.metrics.exports.inc({ sink: e.sink.name, result: e.result }) },
-      // No leader election: one hub per consumer.
-      mayWrite: () => true,
-      fence: NO_FENCE,
-    }
+    this.writers = new HubWriters(options.config, options.metrics, options.log, options.backoff)
   }
 
   /** Connect, find or create the durable consumer, load what the hub holds, and start consuming. */
@@ -73,18 +52,7 @@ export class Hub {
       credentials: readSecretDir(config.nats.secretDir),
       dataDir: config.dataDir,
     })
-    const factory = createSinkFactory({
-      dataDir: path.join(config.dataDir, 'sinks'),
-      credentials: async (resolved) => readSecretDir(config.sinks.find((s) => s.name === resolved.name)?.secretDir),
-      // The hub config is the operator's own file, not a tenant's resource: no SSRF guard.
-      checkEndpoint: async () => null,
-    })
-    this.sinks = await Promise.all(config.sinks.map(async (s) => ({
-      name: s.name,
-      spec: s.spec,
-      // The factory reads credentials for a secretRef only; here it names the sink's secretDir.
-      sink: await factory({ namespace: 'hub', name: s.name, spec: s.secretDir ? { ...s.spec, secretRef: { name: s.name } } : s.spec }),
-    })))
+    await this.writers.open()
     this.nc = await connect({ servers: settings.servers, ...settings.auth, maxReconnectAttempts: -1, name: 'kollect-hub' })
     const jsm = await jetstreamManager(this.nc)
     this.jsm = jsm
@@ -136,12 +104,11 @@ export class Hub {
   async stop(): Promise<void> {
     this.abort.abort()
     // First: a message waiting for its export would otherwise hold the loop.
-    for (const { drivers } of this.drivers.values()) for (const d of drivers) d.stop()
+    this.writers.stop()
     await this.messages?.close().catch(() => undefined)
     await this.loop?.catch(() => undefined)
-    await Promise.allSettled([...this.drivers.values()].flatMap(({ drivers }) => drivers.map((d) => d.settled)))
     await this.nc?.drain().catch(() => undefined)
-    await Promise.allSettled(this.sinks.map((s) => s.sink.close()))
+    await this.writers.close()
   }
 
   private async handle(m: JsMsg): Promise<void> {
@@ -190,11 +157,11 @@ export class Hub {
       case 'snapshot':
         // Catching up (a replay, or a hub that was stopped): only an inventory's newest marker is exported, so the sinks never go back in time.
         if (await this.newerMarker(m)) break
-        await this.write(v.key, { ...v.snapshot, spoke: spokeOf(v.lastMarkerAt, this.state[v.key]?.rereads) })
+        await this.writers.write(v.key, { ...v.snapshot, spoke: spokeOf(v.lastMarkerAt, this.state[v.key]?.rereads) })
         this.noteMarker(v.snapshot.cluster, v.lastMarkerAt)
         break
       case 'tombstone':
-        await this.remove(v.key, v.inventory, v.cluster)
+        await this.writers.remove(v.key, v.inventory, v.cluster)
         this.options.metrics.lastMarker.delete(v.cluster)
         break
     }
@@ -237,60 +204,6 @@ export class Hub {
       inventory: key, from: after + 1, to: msg.seq, messages: read.length, result: verdict.kind,
     })
     return verdict
-  }
-
-  /** Offer the snapshot to every hub sink's driver and wait until each confirmed it (its retries and holds included). */
-  private async write(key: string, snapshot: Snapshot): Promise<void> {
-    const entry = this.driversOf(key, snapshot.inventory)
-    entry.offered = snapshot
-    for (const d of entry.drivers) d.offer(snapshot)
-    await Promise.all(entry.drivers.map((d) => d.written()))
-  }
-
-  /**
-   * A spoke removed the inventory: the hub sinks with deletionPolicy Delete remove it, each retried
-   * until it succeeds (a permanent error waits the longest backoff); then its drivers go.
-   */
-  private async remove(key: string, inventory: ObjectRef, cluster: string): Promise<void> {
-    const { log } = this.options
-    const entry = this.driversOf(key, inventory)
-    const policy = this.ctx.backoff
-    for (const d of entry.drivers) {
-      d.stop()
-      await d.settled
-      for (;;) {
-        try {
-          await retryUntilDone(() => d.finalize(cluster), {
-            policy, signal: this.abort.signal,
-            onFailedAttempt: (err, attempt) =>
-              log('warn', 'hub sink removal failed; retrying', { sink: d.ref.name, inventory: key, attempt, error: err.message }),
-          })
-          break
-        } catch (err) {
-          if (this.abort.signal.aborted) throw err
-          log('error', 'hub sink removal failed permanently; trying again later', { sink: d.ref.name, inventory: key, error: (err as Error).message })
-          await new Promise((r) => setTimeout(r, policy.maxMs))
-        }
-      }
-    }
-    this.drivers.delete(key)
-  }
-
-  private driversOf(key: string, inventory: ObjectRef): { drivers: SinkDriver[]; offered: Snapshot | null } {
-    let entry = this.drivers.get(key)
-    if (entry) return entry
-    const created: { drivers: SinkDriver[]; offered: Snapshot | null } = { drivers: [], offered: null }
-    created.drivers = this.sinks.map(({ name, spec, sink }) => new SinkDriver(this.ctx, {
-      ref: { namespace: 'hub', name },
-      inventory,
-      // The hub writes every spoke's cluster label as it came: a sink's own cluster would relabel them.
-      resolved: { namespace: 'hub', name, spec: { ...spec, cluster: undefined } },
-      desired: () => created.offered,
-      open: async () => sink,
-      driftChecks: false,
-    }))
-    this.drivers.set(key, (entry = created))
-    return entry
   }
 
   private async newerMarker(m: JsMsg): Promise<boolean> {
