@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it, test, type TestContext } from 'node:test'
 import { Exporter } from '../../exporter/index.js'
-import { inventoryStatus } from '../../hooks/inventory.js'
+import { inventoryStatus } from '../../hooks/inventory-status.js'
 import type { SyncRequest } from '../../hooks/request.js'
 import type { GitReviewSettings } from '../../api/sink-spec.js'
 import type { InventoryComposition, KollectSinkSpec, ObjectRef, ResolvedSink, Snapshot } from '../../api/types.js'

@@ -2,9 +2,8 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { validateStatus } from '../../../api/crd-schemas.js'
 import type { InventoryExportState, KollectInventorySpec, KollectSinkSpec, KubeObject, SinkExportState } from '../../../api/types.js'
-import {
-  composeInventory, customizeInventory, finalizeInventoryResponse, inventoryStatus, resyncAfterSeconds, syncInventoryResponse, type Composed,
-} from '../../../hooks/inventory.js'
+import { composeInventory, customizeInventory, finalizeInventoryResponse, resyncAfterSeconds, syncInventoryResponse } from '../../../hooks/inventory.js'
+import { inventoryStatus, type Composed } from '../../../hooks/inventory-status.js'
 import type { CustomizeRequest, CustomizeResponse, RelatedRule, SyncRequest } from '../../../hooks/request.js'
 import { controllerFor, customizeRequest, loadExampleCr, relatedMap, syncRequest, TYPES } from '../../support/metacontroller.js'
 import { asSyncRequest, cond, scopeCr, wire } from './fixtures.js'
