@@ -6,16 +6,15 @@ import {
   stringSerializers,
   type ClusterMetadata,
   type ConnectionOptions,
-  type RecordsBatch,
 } from '@platformatic/kafka'
 import { configError } from '../errors.js'
 import { alreadyExists } from './errors.js'
 import type { KafkaSettings } from './config.js'
 import { guardConnections } from './connections.js'
+import { committedRecords } from './read.js'
 import { chunks, type OutgoingRecord, type ReadRecord, type StateRecord, type Topics } from './encode.js'
 
 // Control batches (transaction commit/abort markers) carry this attribute bit.
-const IS_CONTROL = 1 << 5
 const FETCH_MAX_BYTES = 16 * 1024 * 1024
 const SEND_MAX_BYTES = 256 * 1024
 
@@ -200,23 +199,8 @@ export class KafkaService {
       })
       const fetched = response.responses[0]?.partitions[0]
       if (!fetched || fetched.errorCode !== 0) throw new Error(`reading topic ${topic}: fetch error ${fetched?.errorCode ?? 'no partition'}`)
-      // The client drops aborted batches only when their abort marker is in the same response;
-      // stop before an aborted transaction whose marker has not arrived, and fetch again from there.
-      const batches = fetched.records ?? []
-      const open = unresolvedAborts(fetched.abortedTransactions ?? [], batches)
-      let next = offset
-      for (const batch of batches) {
-        if (open.some((a) => a.producerId === batch.producerId && batch.firstOffset >= a.firstOffset)) break
-        next = batch.firstOffset + BigInt(batch.lastOffsetDelta) + 1n
-        if (batch.attributes & IS_CONTROL) continue
-        for (const record of batch.records) {
-          const at = batch.firstOffset + BigInt(record.offsetDelta)
-          if (at < offset || at >= end || record.key === null) continue
-          const headers: Record<string, string> = {}
-          for (const [k, v] of record.headers) if (k) headers[k.toString('utf8')] = v?.toString('utf8') ?? ''
-          out.push({ offset: at, key: record.key.toString('utf8'), value: record.value === null ? null : record.value.toString('utf8'), headers })
-        }
-      }
+      const { records, next } = committedRecords(fetched.records ?? [], fetched.abortedTransactions ?? [], offset, end)
+      out.push(...records)
       if (next === offset) {
         // Nothing usable: an aborted transaction larger than one response. Ask for more.
         if (maxBytes >= 256 * 1024 * 1024) throw new Error(`reading topic ${topic}: no progress at offset ${offset}`)
@@ -288,12 +272,6 @@ async function withLeaders(admin: Admin, topics: string[]): Promise<ClusterMetad
     if (ready || attempt >= 20) return metadata
     await new Promise((resolve) => setTimeout(resolve, 250))
   }
-}
-
-function unresolvedAborts(
-  aborted: readonly { producerId: bigint; firstOffset: bigint }[], batches: readonly RecordsBatch[],
-): { producerId: bigint; firstOffset: bigint }[] {
-  return aborted.filter((a) => !batches.some((b) => b.attributes & IS_CONTROL && b.producerId === a.producerId && b.firstOffset >= a.firstOffset))
 }
 
 async function closeAll(clients: readonly { close(): Promise<void> }[]): Promise<void> {
