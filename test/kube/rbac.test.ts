@@ -143,10 +143,10 @@ test('leader election: the exporter creates, reads and renews its own Lease in t
     apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'wide-kollect-exporter', namespace: 'wide-system' },
     spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 15 },
   }
-  assert.equal(await own.create(lease), true)
+  assert.equal((await own.create(lease))?.spec?.holderIdentity, 'pod-a', 'created: the stored Lease comes back')
   const read = await own.read()
   assert.equal(read?.spec?.holderIdentity, 'pod-a')
-  assert.equal(await own.replace({ ...lease, metadata: read?.metadata ?? {}, spec: { ...lease.spec, holderIdentity: 'pod-b' } }), true)
+  assert.equal((await own.replace({ ...lease, metadata: read?.metadata ?? {}, spec: { ...lease.spec, holderIdentity: 'pod-b' } }))?.spec?.holderIdentity, 'pod-b')
   assert.equal((await own.read())?.spec?.holderIdentity, 'pod-b')
   const code = (p: Promise<unknown>) => p.then(() => 200, (err: { code?: number }) => err.code)
   // Another Lease in the same namespace (create is not narrowable by name, reads and updates are).
