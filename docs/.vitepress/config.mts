@@ -27,11 +27,18 @@ function basePath(): string {
 
 const repoUrl = repositoryUrl()
 const siteRewrites = rewrites(docsDir)
+const base = basePath()
 
 export default defineConfig({
   title: 'Kollect',
   description: 'Live Kubernetes state as a durable, queryable, diffable inventory: Metacontroller hooks plus an exporter.',
-  base: basePath(),
+  base,
+  // head links are not prefixed with the base: without them a browser asks the host's root for
+  // /favicon.ico, which is not the site's under a project base (GitHub Pages) and 404s.
+  head: [
+    ['link', { rel: 'icon', href: `${base}favicon.ico`, sizes: '16x16 32x32 48x48' }],
+    ['link', { rel: 'icon', href: `${base}favicon.svg`, type: 'image/svg+xml' }],
+  ],
   srcDir: '.',
   outDir: '.vitepress/dist',
   cacheDir: '.vitepress/cache',
