@@ -4,6 +4,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import { createMarkdownRenderer, resolveConfig, type DefaultTheme } from 'vitepress'
 import { ROOT } from '../support/metacontroller.js'
+import { repositoryUrl } from '../support/repository.js'
 
 // The documentation site's config, as VitePress resolves it (no build: CI's docs:build does that).
 // Every page in docs/ is reachable from the sidebar, so a new page is never orphaned.
@@ -54,6 +55,7 @@ test('links from docs pages to repository files point at the repository, and a l
   }
   const repo = /href="(https:\/\/[^"]+)\/blob\/main\/README\.md#settings"/.exec(render('[settings](../README.md#settings)'))
   assert.ok(repo, 'a link to ../README.md becomes the README on the repository host, anchor kept')
+  assert.equal(repo[1], repositoryUrl(), "the host's address is package.json's repository.url")
   assert.match(render('[crs](../examples/crs)'), new RegExp(`href="${repo[1]}/tree/main/examples/crs"`), 'a folder is a tree link')
   assert.throws(() => render('[gone](../examples/crs/no-such-file.yaml)'), /examples\/crs\/no-such-file\.yaml is not in the repository/)
   assert.throws(() => render('[gone](no-such-asset.svg)'), /docs\/no-such-asset\.svg is not in the repository/)
