@@ -43,7 +43,7 @@ export function renderCrdReference(): string {
   out.push('')
   out.push(`Every Kollect resource is \`kollect.dev/${VERSION}\`. Check your YAML against these schemas before`)
   out.push('applying it with `kollect validate FILE…`, and try a profile and target with `kollect preview`')
-  out.push('([docs/preview.md](preview.md)).')
+  out.push('([Trying a profile before turning it on](preview.md)).')
   out.push('')
   out.push('| Kind | Short names | Plural | Scope | What it is |')
   out.push('|---|---|---|---|---|')

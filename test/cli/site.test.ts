@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { createMarkdownRenderer, resolveConfig, type DefaultTheme } from 'vitepress'
 import { ROOT } from '../support/metacontroller.js'
@@ -61,4 +61,14 @@ test('links from docs pages to repository files point at the repository, and a l
   assert.throws(() => render('[gone](no-such-asset.svg)'), /docs\/no-such-asset\.svg is not in the repository/)
   // Links between pages are VitePress's own dead-link check; they stay relative.
   assert.match(render('[ops](operations.md#metrics)'), /href="\.\/operations\.html#metrics"/)
+})
+
+test('links on docs pages read as titles, not as file names or addresses', () => {
+  const pages = [...markdownFiles(''), ...markdownFiles('adr')]
+  for (const page of pages) {
+    const text = readFileSync(path.join(docsDir, page), 'utf8')
+    for (const [, label = ''] of text.matchAll(/\[([^\]]+)\]\([^)\s]+\)/g)) {
+      assert.doesNotMatch(label, /\.md\b|^<?https?:\/\//, `docs/${page}: link text "${label}": name the page by its title`)
+    }
+  }
 })
