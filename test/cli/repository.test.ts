@@ -41,6 +41,9 @@ test("the docs site's edit links and GitHub icon derive from it", async () => {
 })
 
 test('no other file names the address: the rest derive it', () => {
-  const named = execFileSync('git', ['grep', '--untracked', '-l', '-F', url.replace(/^https:\/\//, ''), '--', '.'], { cwd: ROOT, encoding: 'utf8' })
-  assert.deepEqual(named.split('\n').filter(Boolean).sort(), ['README.md', 'SECURITY.md', 'charts/kollect/Chart.yaml', 'package.json'])
+  const address = url.replace(/^https:\/\//, '')
+  const grep = ['grep', '--untracked', '-l', '-F', address, '--', '.']
+  const named = execFileSync('git', grep, { cwd: ROOT, encoding: 'utf8' })
+  const expected = ['README.md', 'SECURITY.md', 'charts/kollect/Chart.yaml', 'package.json']
+  assert.deepEqual(named.split('\n').filter(Boolean).sort(), expected)
 })
