@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { crdReferencePath, renderCrdReference, statusTypesPath } from '../../cli/crd-docs.js'
 import { renderStatusTypes } from '../../cli/crd-types.js'
@@ -70,5 +70,18 @@ test('every setting server/process/config.ts reads has a row in docs/operations.
   assert.ok(names.has('PORT') && names.has('KOLLECT_HOOK_BODY_LIMIT'), `the settings scan found too little: ${[...names].join(', ')}`)
   for (const name of names) {
     assert.ok(operationLines.some((l) => l.startsWith(`| \`${name}\` |`)), `setting ${name} has no row in the settings table of docs/operations.md`)
+  }
+})
+
+test('every Markdown file a docs page names is in the repository, so no page sends readers elsewhere', () => {
+  const docs = path.join(ROOT, 'docs')
+  const adrs = readdirSync(path.join(docs, 'adr')).map((f) => `adr/${f}`)
+  const pages = [...readdirSync(docs), ...adrs].filter((f) => f.endsWith('.md'))
+  for (const page of pages) {
+    const dir = path.dirname(path.join(docs, page))
+    for (const [name = ''] of readFileSync(path.join(docs, page), 'utf8').matchAll(/[\w./-]+\.md\b/g)) {
+      const found = [dir, docs, ROOT].some((base) => existsSync(path.join(base, name)))
+      assert.ok(found, `docs/${page} names ${name}, which is not in the repository`)
+    }
   }
 })
