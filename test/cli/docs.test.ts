@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { parse } from 'yaml'
 import { crdReferencePath, renderCrdReference, statusTypesPath } from '../../cli/crd-docs.js'
 import { renderStatusTypes } from '../../cli/crd-types.js'
 import { ERRORS } from '../../server/protocol/errors.js'
@@ -84,4 +85,14 @@ test('every Markdown file a docs page names is in the repository, so no page sen
       assert.ok(found, `docs/${page} names ${name}, which is not in the repository`)
     }
   }
+})
+
+test('docs/upgrading.md applies the CompositeControllers as the kustomization does: with the Deployment', () => {
+  const file = path.join(ROOT, 'manifests', 'kustomization.yaml')
+  const { resources } = parse(readFileSync(file, 'utf8')) as { resources: string[] }
+  const both = resources.includes('../compositecontrollers') && resources.includes('deployment.yaml')
+  assert.ok(both, `manifests/kustomization.yaml: ${resources.join(', ')}`)
+  const upgrading = readFileSync(path.join(ROOT, 'docs', 'upgrading.md'), 'utf8').replace(/\s+/g, ' ')
+  const together = /`kubectl apply -k manifests` applies them \(`compositecontrollers\/`\) together with the Deployment/
+  assert.match(upgrading, together)
 })
