@@ -96,3 +96,28 @@ test('docs/upgrading.md applies the CompositeControllers as the kustomization do
   const together = /`kubectl apply -k manifests` applies them \(`compositecontrollers\/`\) together with the Deployment/
   assert.match(upgrading, together)
 })
+
+/** A layout's entry for a folder: its line and the indented lines continuing it. */
+function layoutEntry(layout: string, folder: string): string {
+  const lines = layout.split('\n')
+  const start = lines.findIndex((l) => l.startsWith(`${folder}/`))
+  if (start < 0) return ''
+  const end = lines.findIndex((l, i) => i > start && !l.startsWith(' '))
+  return lines.slice(start, end < 0 ? undefined : end).join(' ')
+}
+
+test("the README's and CONTRIBUTING.md's layouts list every top-level folder, every sink and every server room", () => {
+  const dirs = (dir: string): string[] =>
+    readdirSync(path.join(ROOT, dir), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name)
+  const topLevel = dirs('.').filter((d) => !d.startsWith('.') && d !== 'node_modules' && d !== 'dist')
+  for (const file of ['README.md', 'CONTRIBUTING.md']) {
+    const layout = /^## Layout\n\n```\n([\s\S]*?)```/m.exec(readFileSync(path.join(ROOT, file), 'utf8'))?.[1] ?? ''
+    for (const d of topLevel) assert.match(layout, new RegExp(`(^|, )${d}/`, 'm'), `${file}'s layout lacks ${d}/`)
+    const sinks = layoutEntry(layout, 'sinks')
+    for (const sink of dirs('sinks')) {
+      assert.match(sinks, new RegExp(`\\b${sink}\\b`), `${file}'s layout lacks the ${sink} sink`)
+    }
+    const server = layoutEntry(layout, 'server')
+    for (const room of dirs('server')) assert.ok(server.includes(` ${room}/`), `${file}'s layout lacks server/${room}/`)
+  }
+})
