@@ -43,14 +43,14 @@ export function renderCrdReference(): string {
   out.push('')
   out.push(`Every Kollect resource is \`kollect.dev/${VERSION}\`. Check your YAML against these schemas before`)
   out.push('applying it with `kollect validate FILE…`, and try a profile and target with `kollect preview`')
-  out.push('([docs/preview.md](preview.md)).')
+  out.push('([Trying a profile before turning it on](preview.md)).')
   out.push('')
-  out.push('| Kind | Short names | Plural | Scope | What it is |')
-  out.push('|---|---|---|---|---|')
+  // Four columns fit the site's content column; each kind's section gives its plural.
+  out.push('| Kind | Short names | Scope | What it is |')
+  out.push('|---|---|---|---|')
   for (const kind of kinds) {
     const crd = crdForKind(kind)
-    const n = crd.spec.names
-    out.push(row([`[${kind}](#${kind.toLowerCase()})`, list(n.shortNames), code(n.plural), crd.spec.scope, firstSentence(rootSchema(kind).description ?? '')]))
+    out.push(row([`[${kind}](#${kind.toLowerCase()})`, list(crd.spec.names.shortNames), crd.spec.scope, firstSentence(rootSchema(kind).description ?? '')]))
   }
   for (const kind of kinds) out.push('', ...renderKind(kind))
   return out.join('\n') + '\n'

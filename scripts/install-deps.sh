@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the tests need: PostgreSQL and nats-server (real servers, started by the tests
-# on loopback ports), git, Java, Maven and openssl for the Kafka broker, and Go to build helm,
-# kube-apiserver, etcd and versitygw (scripts/install-*.sh). Debian packages only; idempotent.
+# on loopback ports), git, Java, Maven and openssl for the Kafka broker, Chromium for the docs
+# site, and Go to build helm, kube-apiserver, etcd and versitygw (scripts/install-*.sh). Debian
+# packages only; idempotent.
 # Debian 12's Go (1.19) is too old to build them itself; scripts/lib/tools.sh then fetches a
 # newer toolchain from the Go module proxy.
 #
@@ -56,6 +57,12 @@ else
   command -v mvn >/dev/null || need+=(maven)
 fi
 command -v openssl >/dev/null || need+=(openssl)
+# The browser test/cli/site.test.ts loads the built docs site in.
+if [ -n "${CHROMIUM:-}" ]; then
+  override CHROMIUM is_command 'not an executable Chromium (a path, or a command on PATH)'
+else
+  command -v chromium >/dev/null || need+=(chromium)
+fi
 # Go only builds the Go tools; with all of them prebuilt, none is needed.
 go_names=(HELM KOLLECT_KUBE_APISERVER KOLLECT_ETCD VERSITYGW ACTIONLINT PROMTOOL GITEA)
 go_tools=0

@@ -66,7 +66,9 @@ export function sidebar(docsDir: string): DefaultTheme.SidebarItem[] {
   if (adrs.length > 0 || hasIndex) {
     groups.push({
       text: 'Architecture decisions',
-      collapsed: false,
+      // Collapsed: the records, listed open, bury the guide on every page. VitePress opens it on
+      // an ADR page itself (it holds the active link).
+      collapsed: true,
       ...(hasIndex ? { link: pageLink('adr/README.md') } : {}),
       items: adrs,
     })

@@ -1,7 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { parse } from 'yaml'
 import { crdReferencePath, renderCrdReference, statusTypesPath } from '../../cli/crd-docs.js'
 import { renderStatusTypes } from '../../cli/crd-types.js'
 import { ERRORS } from '../../server/protocol/errors.js'
@@ -70,5 +71,53 @@ test('every setting server/process/config.ts reads has a row in docs/operations.
   assert.ok(names.has('PORT') && names.has('KOLLECT_HOOK_BODY_LIMIT'), `the settings scan found too little: ${[...names].join(', ')}`)
   for (const name of names) {
     assert.ok(operationLines.some((l) => l.startsWith(`| \`${name}\` |`)), `setting ${name} has no row in the settings table of docs/operations.md`)
+  }
+})
+
+test('every Markdown file a docs page names is in the repository, so no page sends readers elsewhere', () => {
+  const docs = path.join(ROOT, 'docs')
+  const adrs = readdirSync(path.join(docs, 'adr')).map((f) => `adr/${f}`)
+  const pages = [...readdirSync(docs), ...adrs].filter((f) => f.endsWith('.md'))
+  for (const page of pages) {
+    const dir = path.dirname(path.join(docs, page))
+    for (const [name = ''] of readFileSync(path.join(docs, page), 'utf8').matchAll(/[\w./-]+\.md\b/g)) {
+      const found = [dir, docs, ROOT].some((base) => existsSync(path.join(base, name)))
+      assert.ok(found, `docs/${page} names ${name}, which is not in the repository`)
+    }
+  }
+})
+
+test('docs/upgrading.md applies the CompositeControllers as the kustomization does: with the Deployment', () => {
+  const file = path.join(ROOT, 'manifests', 'kustomization.yaml')
+  const { resources } = parse(readFileSync(file, 'utf8')) as { resources: string[] }
+  const both = resources.includes('../compositecontrollers') && resources.includes('deployment.yaml')
+  assert.ok(both, `manifests/kustomization.yaml: ${resources.join(', ')}`)
+  const upgrading = readFileSync(path.join(ROOT, 'docs', 'upgrading.md'), 'utf8').replace(/\s+/g, ' ')
+  const together = /`kubectl apply -k manifests` applies them \(`compositecontrollers\/`\) together with the Deployment/
+  assert.match(upgrading, together)
+})
+
+/** A layout's entry for a folder: its line and the indented lines continuing it. */
+function layoutEntry(layout: string, folder: string): string {
+  const lines = layout.split('\n')
+  const start = lines.findIndex((l) => l.startsWith(`${folder}/`))
+  if (start < 0) return ''
+  const end = lines.findIndex((l, i) => i > start && !l.startsWith(' '))
+  return lines.slice(start, end < 0 ? undefined : end).join(' ')
+}
+
+test("the README's and CONTRIBUTING.md's layouts list every top-level folder, every sink and every server room", () => {
+  const dirs = (dir: string): string[] =>
+    readdirSync(path.join(ROOT, dir), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name)
+  const topLevel = dirs('.').filter((d) => !d.startsWith('.') && d !== 'node_modules' && d !== 'dist')
+  for (const file of ['README.md', 'CONTRIBUTING.md']) {
+    const layout = /^## Layout\n\n```\n([\s\S]*?)```/m.exec(readFileSync(path.join(ROOT, file), 'utf8'))?.[1] ?? ''
+    for (const d of topLevel) assert.match(layout, new RegExp(`(^|, )${d}/`, 'm'), `${file}'s layout lacks ${d}/`)
+    const sinks = layoutEntry(layout, 'sinks')
+    for (const sink of dirs('sinks')) {
+      assert.match(sinks, new RegExp(`\\b${sink}\\b`), `${file}'s layout lacks the ${sink} sink`)
+    }
+    const server = layoutEntry(layout, 'server')
+    for (const room of dirs('server')) assert.ok(server.includes(` ${room}/`), `${file}'s layout lacks server/${room}/`)
   }
 })

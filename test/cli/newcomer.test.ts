@@ -86,6 +86,7 @@ test('install-deps.sh installs nothing an environment variable already points at
       PG_BIN: pgBin,
       NATS_SERVER: fake(path.join(dir, 'bin', 'nats-server')),
       JAVA: fake(path.join(dir, 'bin', 'java')),
+      CHROMIUM: fake(path.join(dir, 'bin', 'chromium')),
       KOLLECT_KAFKA_LIB: path.join(dir, 'kafka-lib'),
       HELM: fake(path.join(dir, 'bin', 'helm')),
       KOLLECT_KUBE_APISERVER: fake(path.join(dir, 'bin', 'kube-apiserver')),
@@ -99,7 +100,7 @@ test('install-deps.sh installs nothing an environment variable already points at
 
     const none = check({ PG_BIN: pgBin })
     assert.equal(none.status, 0, none.stderr)
-    for (const pkg of ['git', 'nats-server', 'openjdk-17-jre-headless', 'maven', 'openssl', 'golang-go']) assert.ok(none.would?.includes(pkg), `${pkg}: ${none.stdout}`)
+    for (const pkg of ['git', 'nats-server', 'openjdk-17-jre-headless', 'maven', 'openssl', 'chromium', 'golang-go']) assert.ok(none.would?.includes(pkg), `${pkg}: ${none.stdout}`)
 
     const all = check(prebuilt)
     assert.equal(all.status, 0, all.stderr)
