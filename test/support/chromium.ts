@@ -21,7 +21,7 @@ interface Evaluated {
 }
 
 /** A response the page received, or a request that failed without one (status 0). */
-export interface Fetched { url: string; status: number }
+interface Fetched { url: string; status: number }
 
 export interface Page {
   /** Loads url, waits for the load event and for the network to stay quiet. */
