@@ -46,6 +46,8 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
   const exportDuration = new Histogram({ name: 'kollect_export_duration_seconds', help: 'Time of successful sink writes, by sink.', labelNames: ['sink'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], registers: [exporter] })
   const driftChecks = new Counter({ name: 'kollect_drift_checks_total', help: 'Drift checks of sinks of record, by sink and result (in-step|drifted|repaired|error).', labelNames: ['sink', 'result'] as const, registers: [exporter] })
   const pending = new Gauge({ name: 'kollect_exports_pending', help: 'Sink snapshots waiting to be written (debounced, in flight or retrying).', registers: [exporter] })
+  // Per sink, so that KollectSinkStale joins a sink's age with that sink's own pending exports.
+  const pendingBySink = new Gauge({ name: 'kollect_exports_pending_by_sink', help: 'Snapshots each sink owes (in flight or retrying), by sink (namespace/name); 0 for a sink with nothing owed.', labelNames: ['sink'] as const, registers: [exporter] })
   const lastSuccess = new Map<string, number>()
   new Gauge({
     name: 'kollect_sink_last_success_age_seconds',
@@ -86,8 +88,10 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
       onDrift(e) {
         driftChecks.inc({ sink: sinkLabel(e.sink), result: e.result })
       },
-      onPendingChange(n) {
+      onPendingChange(n, bySink) {
         pending.set(n)
+        pendingBySink.reset()
+        for (const s of bySink) pendingBySink.set({ sink: sinkLabel(s.sink) }, s.pending)
       },
       onHeldChange(namespace, namespaceBytes, totalBytes) {
         if (namespaceBytes === 0) heldByNamespace.remove({ namespace })
