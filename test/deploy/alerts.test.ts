@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
@@ -61,4 +61,18 @@ test('the unit tests would catch a rule that never fires', () => {
   const out = r.stdout + r.stderr
   assert.match(out, /KollectSinkStale/)
   assert.match(out, /KollectExportsFailing/)
+})
+
+test('the unit tests would catch a stale-sink alert that reads every sink\'s pending exports', () => {
+  // The rule before issue 27 joined each sink's age with one global gauge: a sink with nothing
+  // to write fired while another sink's export was pending.
+  const file = writeRules([])
+  const text = readFileSync(file, 'utf8')
+  const global = text.replace(/and on \(sink\) \(max by \(sink\) \(kollect_exports_pending_by_sink(\{[^}]*\})\) > 0\)/, 'and on () (max(kollect_exports_pending$1) > 0)')
+  assert.notEqual(global, text)
+  writeFileSync(file, global)
+  copyFileSync(join(repoRoot, 'test', 'golden', 'alerts.promtool.yaml'), join(dir, 'alerts.promtool.yaml'))
+  const r = spawnSync(promtool, ['test', 'rules', 'alerts.promtool.yaml'], { cwd: dir, encoding: 'utf8', timeout: 120_000 })
+  assert.equal(r.status, 1, r.stdout + r.stderr)
+  assert.match(r.stdout + r.stderr, /sink="team-a\/idle"/)
 })

@@ -171,3 +171,10 @@ test('with serviceMonitor.enabled the NetworkPolicy admits Prometheus to the met
   assert.equal(hooksPolicy?.spec.podSelector.matchLabels?.['app.kubernetes.io/component'], 'hooks')
   assert.equal(hooksPolicy?.spec.ingress?.length, 2)
 })
+
+test('runbook_url is an absolute link by default (Alertmanager and Slack do not resolve relative ones), and a relative base is refused', () => {
+  for (const r of rulesOf(render(['prometheusRule.enabled=true']))) {
+    assert.equal(r.annotations.runbook_url, `https://github.com/kollect-dev/kollect/blob/main/docs/operations.md#${r.alert.toLowerCase()}`, r.alert)
+  }
+  assert.match(renderFails(['prometheusRule.enabled=true', 'prometheusRule.runbookBaseUrl=docs/operations.md']), /runbookBaseUrl/)
+})
