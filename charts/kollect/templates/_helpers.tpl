@@ -59,8 +59,21 @@ app.kubernetes.io/part-of: kollect
 {{- end }}
 {{- end }}
 
+{{/* [registry/]repository@digest, else [registry/]repository:tag (tag: appVersion by default). */}}
 {{- define "kollect.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $i := .Values.image }}
+{{- if not $i.repository }}
+{{- fail "image.repository is not set: no Kollect image is published for this chart yet. Build and push one (docker build -t <registry>/kollect:<tag> .) and install with --set image.repository=<registry>/kollect (and image.tag or image.digest), or use the chart a release publishes (oci://ghcr.io/<owner>/charts/kollect), which defaults to its image" }}
+{{- end }}
+{{- $repo := $i.repository }}
+{{- with $i.registry }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}
+{{- end }}
+{{- if $i.digest }}
+{{- printf "%s@%s" $repo $i.digest }}
+{{- else }}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion $i.tag) }}
+{{- end }}
 {{- end }}
 
 {{/* Where both containers find the hook token file. */}}
