@@ -4,20 +4,38 @@
 // sinks, NOTES.txt in both layouts, what `helm uninstall` keeps, the Lease Role only where
 // something elects, a liveness probe that starts no second Node process, and the hook token
 // under GitOps.
-import { before, describe, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { all, k8sObjects, parseDocs, readRepoFile, type Deployment } from './k8s.js'
-import { CHART, HELM_SETUP_TIMEOUT_MS, KUBE_VERSION, NAMESPACE, RELEASE, findHelm, render, renderFails } from './helm.js'
+import { all, k8sObjects, only, parseDocs, readRepoFile, type Deployment, type K8sObject, type Service } from './k8s.js'
+import { CHART, HELM_SETUP_TIMEOUT_MS, KUBE_VERSION, NAMESPACE, RELEASE, findHelm, render, renderFails, runHelm } from './helm.js'
 
 before(findHelm, { timeout: HELM_SETUP_TIMEOUT_MS })
 
 /** The least hub values the chart renders a hub with. */
 const HUB = ['hub.enabled=true', 'hub.nats.url=nats://hub-nats:4222', 'hub.clusters={east}', 'hub.sinks[0].name=fleet-db', 'hub.sinks[0].spec.type=postgres']
 const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`
+
+const dir = mkdtempSync(join(tmpdir(), 'kollect-chart-ops-'))
+after(() => rmSync(dir, { recursive: true, force: true }))
+
+/** A values file in the test's directory, for values --set spells badly (lists of objects). */
+function valuesFile(name: string, yaml: string): string {
+  const file = join(dir, name)
+  writeFileSync(file, yaml)
+  return file
+}
+
+type PodDeployment = Deployment & {
+  spec: {
+    revisionHistoryLimit?: number
+    strategy: { type: string; rollingUpdate?: Record<string, unknown> }
+    template: { metadata: { annotations?: Record<string, string> } }
+  }
+}
 
 /** Every container of every Deployment, as [deployment/container, image]. */
 const images = (set: string[]) => all<Deployment>(render(set), 'Deployment')
@@ -64,5 +82,106 @@ describe('image', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe('extension points', () => {
+  const EXTRAS = `extraVolumes:
+  - name: corp-proxy-ca
+    secret: {secretName: corp-proxy-ca}
+  - name: scratch
+    emptyDir: {}
+extraVolumeMounts:
+  - name: corp-proxy-ca
+    mountPath: /etc/corp
+    readOnly: true
+podAnnotations: {example.com/team: platform}
+service:
+  annotations: {example.com/owner: platform}
+revisionHistoryLimit: 3
+hooks:
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 2, maxUnavailable: 1}}
+serviceMonitor:
+  enabled: true
+  honorLabels: true
+  relabelings:
+    - {action: replace, targetLabel: cluster, replacement: lab-west}
+  metricRelabelings:
+    - {action: drop, sourceLabels: [__name__], regex: "kollect_nodejs_.*"}
+`
+  type Endpoint = { port: string; honorLabels?: boolean; relabelings?: unknown[]; metricRelabelings?: unknown[] }
+
+  test('defaults: ten old ReplicaSets, no extras, the hooks roll one pod at a time', () => {
+    for (const layout of [[], ['hooks.replicas=3']]) {
+      const objects = render([...layout, ...HUB])
+      for (const d of all<PodDeployment>(objects, 'Deployment')) {
+        assert.equal(d.spec.revisionHistoryLimit, 10, d.metadata.name)
+        for (const c of d.spec.template.spec.containers) assert.ok(!(c.volumeMounts ?? []).some((m) => m.name === 'corp-proxy-ca'))
+      }
+      for (const svc of all<Service>(objects, 'Service')) assert.equal(svc.metadata.annotations, undefined, svc.metadata.name)
+    }
+    const hooks = only<PodDeployment>(render(['hooks.replicas=3']), 'Deployment', 'kollect-hooks')
+    assert.deepEqual(hooks.spec.strategy, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } })
+  })
+
+  test('volumes, mounts, pod and Service annotations, revisionHistoryLimit: on every pod and Service of both layouts and the hub', () => {
+    const file = valuesFile('extras.yaml', EXTRAS)
+    for (const layout of [[], ['hooks.replicas=3'], ['hooks.replicas=3', 'exporter.replicas=2']]) {
+      const objects = render([...layout, ...HUB], ['-f', file])
+      const deployments = all<PodDeployment>(objects, 'Deployment')
+      assert.ok(deployments.some((d) => d.metadata.name === 'kollect-hub'))
+      for (const d of deployments) {
+        const where = `${layout.join(',') || 'single pod'}: ${d.metadata.name}`
+        assert.equal(d.spec.revisionHistoryLimit, 3, where)
+        assert.equal(d.spec.template.metadata.annotations?.['example.com/team'], 'platform', where)
+        const volumes = d.spec.template.spec.volumes
+        assert.deepEqual(volumes.find((v) => v.name === 'corp-proxy-ca')?.secret, { secretName: 'corp-proxy-ca' }, where)
+        assert.ok(volumes.some((v) => v.name === 'scratch'), where)
+        for (const c of d.spec.template.spec.containers) {
+          assert.deepEqual(c.volumeMounts?.find((m) => m.name === 'corp-proxy-ca'), { name: 'corp-proxy-ca', mountPath: '/etc/corp', readOnly: true }, `${where}/${c.name}`)
+        }
+      }
+      // The hub keeps its config checksum beside podAnnotations.
+      assert.ok(only<PodDeployment>(objects, 'Deployment', 'kollect-hub').spec.template.metadata.annotations?.['checksum/config'])
+      const services = all<Service>(objects, 'Service')
+      assert.ok(services.length >= 2)
+      for (const svc of services) assert.deepEqual(svc.metadata.annotations, { 'example.com/owner': 'platform' }, svc.metadata.name)
+    }
+    for (const layout of [[], ['hooks.replicas=3']]) {
+      const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '-f', file, ...[...layout, ...HUB].flatMap((v) => ['--set', v])])
+      assert.equal(r.status, 0, r.stdout + r.stderr)
+    }
+  })
+
+  test('strategy applies to the hooks Deployment only; the single pod, the exporter and the hub keep one writer at a time', () => {
+    const file = valuesFile('extras.yaml', EXTRAS)
+    const split = render(['hooks.replicas=3', ...HUB], ['-f', file])
+    assert.deepEqual(only<PodDeployment>(split, 'Deployment', 'kollect-hooks').spec.strategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 2, maxUnavailable: 1 } })
+    assert.equal(only<PodDeployment>(split, 'Deployment', 'kollect-exporter').spec.strategy.type, 'Recreate')
+    assert.equal(only<PodDeployment>(split, 'Deployment', 'kollect-hub').spec.strategy.type, 'Recreate')
+    assert.equal(only<PodDeployment>(render([...HUB], ['-f', file]), 'Deployment', 'kollect').spec.strategy.type, 'Recreate')
+    assert.match(renderFails(['hooks.strategy.type=Sometimes']), /strategy/)
+  })
+
+  test('ServiceMonitor relabelings, metricRelabelings and honorLabels, on the hooks\' and the hub\'s', () => {
+    const file = valuesFile('extras.yaml', EXTRAS)
+    const monitors = all<K8sObject & { spec: { endpoints: Endpoint[] } }>(render([...HUB], ['-f', file]), 'ServiceMonitor')
+    assert.deepEqual(monitors.map((m) => m.metadata.name).sort(), ['kollect', 'kollect-hub'])
+    for (const m of monitors) {
+      const [e] = m.spec.endpoints
+      assert.equal(e?.honorLabels, true, m.metadata.name)
+      assert.deepEqual(e?.relabelings, [{ action: 'replace', targetLabel: 'cluster', replacement: 'lab-west' }], m.metadata.name)
+      assert.deepEqual(e?.metricRelabelings, [{ action: 'drop', sourceLabels: ['__name__'], regex: 'kollect_nodejs_.*' }], m.metadata.name)
+    }
+    for (const m of all<K8sObject & { spec: { endpoints: Endpoint[] } }>(render(['serviceMonitor.enabled=true', ...HUB]), 'ServiceMonitor')) {
+      const [e] = m.spec.endpoints
+      assert.deepEqual([e?.honorLabels, e?.relabelings, e?.metricRelabelings], [undefined, undefined, undefined], `${m.metadata.name}: nothing by default`)
+    }
+  })
+
+  test('values.schema.json: a mount needs a path, a volume a name', () => {
+    assert.match(renderFails(['extraVolumeMounts[0].name=x']), /mountPath/)
+    assert.match(renderFails(['extraVolumes[0].emptyDir.medium=Memory']), /name/)
+    assert.match(renderFails(['revisionHistoryLimit=-1']), /revisionHistoryLimit/)
   })
 })

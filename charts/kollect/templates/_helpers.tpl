@@ -76,6 +76,24 @@ app.kubernetes.io/part-of: kollect
 {{- end }}
 {{- end }}
 
+{{/* One ServiceMonitor endpoint's scrape settings: interval, timeout, honorLabels and relabelings. */}}
+{{- define "kollect.scrapeSettings" -}}
+{{- $m := .Values.serviceMonitor -}}
+interval: {{ $m.interval }}
+scrapeTimeout: {{ $m.scrapeTimeout }}
+{{- if $m.honorLabels }}
+honorLabels: true
+{{- end }}
+{{- with $m.relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $m.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
 {{/* Where both containers find the hook token file. */}}
 {{- define "kollect.hookTokenDir" -}}
 /var/run/secrets/kollect/hook-token

@@ -110,6 +110,9 @@ securityContext:
       mountPath: {{ include "kollect.hookTokenDir" $r }}
       readOnly: true
     {{- end }}
+    {{- with $r.Values.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end }}
 
 {{/* The exporter container: on loopback in the pod, or on the pod IP (with the token) when split. */}}
@@ -191,6 +194,9 @@ securityContext:
       mountPath: {{ include "kollect.hookTokenDir" $r }}
       readOnly: true
     {{- end }}
+    {{- with $r.Values.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end }}
 
 {{/* Volumes and scheduling: (dict "root" $ "exporter" bool) — /data only where the exporter runs. */}}
@@ -217,6 +223,9 @@ volumes:
       items:
         - key: token
           path: token
+  {{- end }}
+  {{- with $r.Values.extraVolumes }}
+  {{- toYaml . | nindent 2 }}
   {{- end }}
 {{- with $r.Values.nodeSelector }}
 nodeSelector:
