@@ -185,3 +185,46 @@ serviceMonitor:
     assert.match(renderFails(['revisionHistoryLimit=-1']), /revisionHistoryLimit/)
   })
 })
+
+describe('extraCACerts: a private CA for TLS sinks', () => {
+  // test/integration/private-ca.test.ts shows what these settings do against a real PostgreSQL and git over https.
+  const CA = ['extraCACerts.secretName=corp-ca', 'extraCACerts.key=bundle.pem']
+
+  test('off by default: no CA volume, no CA settings', () => {
+    for (const d of all<Deployment>(render(['hooks.replicas=3', ...HUB]), 'Deployment').concat(all<Deployment>(render(), 'Deployment'))) {
+      assert.ok(!d.spec.template.spec.volumes.some((v) => v.name === 'extra-ca'), d.metadata.name)
+      for (const c of d.spec.template.spec.containers) {
+        assert.deepEqual((c.env ?? []).filter((e) => ['NODE_EXTRA_CA_CERTS', 'GIT_SSL_CAINFO'].includes(e.name)), [], `${d.metadata.name}/${c.name}`)
+      }
+    }
+  })
+
+  test('the exporter and the hub read the Secret\'s bundle, mounted read-only, through NODE_EXTRA_CA_CERTS and GIT_SSL_CAINFO; the hooks open no sink', () => {
+    for (const layout of [[], ['hooks.replicas=3'], ['hooks.replicas=3', 'exporter.replicas=2']]) {
+      const objects = render([...layout, ...HUB, ...CA])
+      const opened: string[] = []
+      for (const d of all<Deployment>(objects, 'Deployment')) {
+        for (const c of d.spec.template.spec.containers) {
+          const where = `${layout.join(',') || 'single pod'}: ${d.metadata.name}/${c.name}`
+          const file = c.env?.find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value
+          if (c.name === 'hooks') {
+            assert.equal(file, undefined, where)
+            assert.ok(!(c.volumeMounts ?? []).some((m) => m.name === 'extra-ca'), where)
+            continue
+          }
+          opened.push(c.name)
+          assert.ok(file, where)
+          assert.equal(c.env?.find((e) => e.name === 'GIT_SSL_CAINFO')?.value, file, `${where}: git reads the same file`)
+          const mount = (c.volumeMounts ?? []).find((m) => file.startsWith(`${m.mountPath}/`))
+          assert.equal(mount?.readOnly, true, where)
+          const volume = d.spec.template.spec.volumes.find((v) => v.name === mount?.name)
+          assert.equal(volume?.secret?.secretName, 'corp-ca', where)
+          assert.deepEqual(volume?.secret?.items, [{ key: 'bundle.pem', path: file.slice((mount?.mountPath.length ?? 0) + 1) }], where)
+        }
+      }
+      assert.deepEqual(opened.sort(), ['exporter', 'hub'], layout.join(','))
+    }
+    const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, ...CA.flatMap((v) => ['--set', v])])
+    assert.equal(r.status, 0, r.stdout + r.stderr)
+  })
+})

@@ -94,6 +94,43 @@ metricRelabelings:
 {{- end }}
 {{- end }}
 
+{{/*
+extraCACerts, for the containers that open sinks (exporter, hub): the bundle's mount, and the
+settings that add it to the system's CAs. Node.js (pg, NATS, Kafka, the AWS SDK, fetch) reads
+NODE_EXTRA_CA_CERTS at start; git reads GIT_SSL_CAINFO, which Debian's libcurl-gnutls adds to
+/etc/ssl/certs. A DSN's sslrootcert stays refused (a sink's settings never name a local file).
+*/}}
+{{- define "kollect.extraCaEnv" -}}
+{{- if .Values.extraCACerts.secretName }}
+- name: NODE_EXTRA_CA_CERTS
+  value: /etc/kollect/extra-ca/ca.crt
+- name: GIT_SSL_CAINFO
+  value: /etc/kollect/extra-ca/ca.crt
+{{- end }}
+{{- end }}
+
+{{- define "kollect.extraCaMount" -}}
+{{- if .Values.extraCACerts.secretName }}
+- name: extra-ca
+  mountPath: /etc/kollect/extra-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "kollect.extraCaVolume" -}}
+{{- with .Values.extraCACerts }}
+{{- if .secretName }}
+- name: extra-ca
+  secret:
+    secretName: {{ .secretName }}
+    defaultMode: 0444
+    items:
+      - key: {{ .key }}
+        path: ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Where both containers find the hook token file. */}}
 {{- define "kollect.hookTokenDir" -}}
 /var/run/secrets/kollect/hook-token

@@ -153,6 +153,9 @@ securityContext:
       valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
     - name: NODE_OPTIONS
       value: {{ printf "--max-semi-space-size=32 --max-old-space-size=%d" ($r.Values.exporter.heapMb | int) | quote }}
+    {{- with include "kollect.extraCaEnv" $r }}
+    {{- . | trim | nindent 4 }}
+    {{- end }}
     {{- include "kollect.commonEnv" $r | trim | nindent 4 }}
   {{- if .split }}
   readinessProbe:
@@ -189,6 +192,9 @@ securityContext:
       mountPath: /data
     - name: tmp
       mountPath: /tmp
+    {{- with include "kollect.extraCaMount" $r }}
+    {{- . | trim | nindent 4 }}
+    {{- end }}
     {{- if $r.Values.hookToken.enabled }}
     - name: hook-token
       mountPath: {{ include "kollect.hookTokenDir" $r }}
@@ -223,6 +229,11 @@ volumes:
       items:
         - key: token
           path: token
+  {{- end }}
+  {{- if .exporter }}
+  {{- with include "kollect.extraCaVolume" $r }}
+  {{- . | trim | nindent 2 }}
+  {{- end }}
   {{- end }}
   {{- with $r.Values.extraVolumes }}
   {{- toYaml . | nindent 2 }}
