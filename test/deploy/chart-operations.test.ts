@@ -228,3 +228,64 @@ describe('extraCACerts: a private CA for TLS sinks', () => {
     assert.equal(r.status, 0, r.stdout + r.stderr)
   })
 })
+
+describe('NOTES.txt in both layouts', () => {
+  // helm template does not print NOTES.txt, and helm install --dry-run needs a cluster. NOTES.txt
+  // is a template of the chart like the others, so a copy of the chart with one more template
+  // that includes it renders it with the same engine and values.
+  let chart = ''
+  before(() => {
+    chart = join(dir, 'notes-chart')
+    cpSync(CHART, chart, { recursive: true })
+    writeFileSync(join(chart, 'templates', 'zz-rendered-notes.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rendered-notes}\ndata:\n  notes: {{ include "kollect/templates/NOTES.txt" . | quote }}\n')
+  })
+  const notes = (set: string[]): string => {
+    const r = runHelm(['template', RELEASE, chart, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, '--show-only', 'templates/zz-rendered-notes.yaml', ...set.flatMap((v) => ['--set', v])])
+    assert.equal(r.status, 0, r.stderr)
+    return (parseDocs(r.stdout, 'notes')[0] as { data: { notes: string } }).data.notes
+  }
+  /** The Deployments `kubectl exec deploy/<name> -c <container>` lines name, each with its container. */
+  const execTargets = (text: string) => [...text.matchAll(/kubectl exec -n \S+ deploy\/(\S+) -c (\S+)/g)].map((m) => [m[1], m[2]])
+
+  test('the one-pod layout: exec into deploy/<fullname> -c exporter, and persistence is a way to keep /data', () => {
+    const text = notes([])
+    assert.deepEqual(execTargets(text), [['kollect', 'exporter']])
+    assert.match(text, /set persistence\.enabled=true to keep it/)
+    const d = only<Deployment>(render(), 'Deployment', 'kollect')
+    assert.ok(d.spec.template.spec.containers.some((c) => c.name === 'exporter'))
+  })
+
+  test('the split layout: exec into the exporter Deployment; with standbys, into the Lease holder, and no persistence hint', () => {
+    for (const layout of [['hooks.replicas=3'], ['hooks.replicas=3', 'exporter.replicas=2']]) {
+      const text = notes(layout)
+      const objects = render(layout)
+      for (const [name, c] of execTargets(text)) {
+        const d = only<Deployment>(objects, 'Deployment', name)
+        assert.ok(d.spec.template.spec.containers.some((x) => x.name === c), `${layout.join(',')}: deploy/${name} has a container ${c}`)
+      }
+      assert.ok(!/deploy\/kollect -c/.test(text), `${layout.join(',')}: there is no Deployment kollect`)
+    }
+    assert.deepEqual(execTargets(notes(['hooks.replicas=3'])), [['kollect-exporter', 'exporter']])
+    const standby = notes(['hooks.replicas=3', 'exporter.replicas=2'])
+    assert.deepEqual(execTargets(standby), [], 'deploy/ picks any pod, a standby too')
+    assert.match(standby, /kubectl exec -n kollect-system "\$\(kubectl get lease -n kollect-system kollect-exporter -o jsonpath='\{\.spec\.holderIdentity\}'\)" -c exporter/)
+    assert.ok(!/persistence\.enabled=true/.test(standby), 'the chart refuses persistence with two exporters')
+    assert.match(renderFails(['hooks.replicas=3', 'exporter.replicas=2', 'persistence.enabled=true']), /persistence\.enabled=false/)
+  })
+
+  test('Prometheus is admitted through networkPolicy.metrics.from, the value the chart reads', () => {
+    for (const layout of [[], ['hooks.replicas=3']]) {
+      const text = notes([...layout, 'serviceMonitor.enabled=true'])
+      assert.ok(!text.includes('extraFrom'), text)
+      assert.match(text, /networkPolicy\.metrics\.from/)
+    }
+    assert.match(notes(['serviceMonitor.enabled=true']), /admits Prometheus to it as networkPolicy\.metrics\.from says/)
+    assert.match(notes(['serviceMonitor.enabled=true', 'networkPolicy.metrics.from=null']), /networkPolicy\.metrics\.from is empty/)
+    assert.ok(!notes(['serviceMonitor.enabled=true', 'networkPolicy.enabled=false']).includes('networkPolicy.metrics'))
+  })
+
+  test('the hub, when enabled, is named with its metrics Service', () => {
+    assert.match(notes(HUB), /Hub: +Deployment kollect-hub, fanning in east from stream KOLLECT; metrics on Service kollect-hub port 8080/)
+    assert.ok(!notes([]).includes('Hub:'))
+  })
+})
