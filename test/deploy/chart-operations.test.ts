@@ -289,3 +289,12 @@ describe('NOTES.txt in both layouts', () => {
     assert.ok(!notes([]).includes('Hub:'))
   })
 })
+
+test('helm uninstall keeps the hub\'s PersistentVolumeClaim, as it keeps the exporter\'s', () => {
+  type Pvc = K8sObject & { spec: { resources: { requests: { storage: string } } } }
+  const objects = render(['persistence.enabled=true', ...HUB])
+  const pvcs = all<Pvc>(objects, 'PersistentVolumeClaim')
+  assert.deepEqual(pvcs.map((p) => p.metadata.name).sort(), ['kollect-data', 'kollect-hub-data'])
+  for (const p of pvcs) assert.equal(p.metadata.annotations?.['helm.sh/resource-policy'], 'keep', p.metadata.name)
+  assert.deepEqual(all(render([...HUB, 'hub.persistence.enabled=false']), 'PersistentVolumeClaim'), [])
+})
