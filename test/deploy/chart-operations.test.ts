@@ -298,3 +298,16 @@ test('helm uninstall keeps the hub\'s PersistentVolumeClaim, as it keeps the exp
   for (const p of pvcs) assert.equal(p.metadata.annotations?.['helm.sh/resource-policy'], 'keep', p.metadata.name)
   assert.deepEqual(all(render([...HUB, 'hub.persistence.enabled=false']), 'PersistentVolumeClaim'), [])
 })
+
+test('the Lease Role and its binding are rendered only where exporters elect (exporter.replicas > 1)', () => {
+  const leaseObjects = (set: string[]) => render(set).filter((o) => ['Role', 'RoleBinding'].includes(o.kind) && o.metadata.name === 'kollect-leader').map((o) => o.kind)
+  assert.deepEqual(leaseObjects([]), [], 'the single pod does not elect')
+  assert.deepEqual(leaseObjects(['hooks.replicas=3']), [], 'one exporter does not elect')
+  assert.deepEqual(leaseObjects(['hooks.replicas=3', 'tenantMode=true', 'watchNamespaces={team-a}']), [])
+  assert.deepEqual(leaseObjects(['hooks.replicas=3', 'exporter.replicas=2']).sort(), ['Role', 'RoleBinding'])
+  // What elects is what the Role is rendered for.
+  for (const layout of [[], ['hooks.replicas=3'], ['hooks.replicas=3', 'exporter.replicas=2']]) {
+    const elects = all<Deployment>(render(layout), 'Deployment').some((d) => d.spec.template.spec.containers.some((c) => c.env?.some((e) => e.name === 'KOLLECT_LEADER_ELECTION' && e.value === 'true')))
+    assert.equal(leaseObjects(layout).length > 0, elects, layout.join(','))
+  }
+})

@@ -43,9 +43,10 @@ before(async () => {
     await cp.applyYaml(`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${ns}}\n`)
     await cp.applyYaml(`apiVersion: v1\nkind: Secret\nmetadata: {name: pg-creds, namespace: ${ns}}\nstringData: {dsn: "postgres://u:pw@db.${ns}/inv"}\n`)
   }
-  // Two releases side by side: "kollect" narrowed to team-a, "wide" with the default values.
+  // Two releases side by side: "kollect" narrowed to team-a, "wide" with the default Secret
+  // access and exporters that elect (the Lease Role is rendered only then).
   await cp.applyYaml(renderRbac('kollect', 'kollect-system', ['tenantMode=true', 'watchNamespaces={team-a}']))
-  await cp.applyYaml(renderRbac('wide', 'wide-system', []))
+  await cp.applyYaml(renderRbac('wide', 'wide-system', ['hooks.replicas=3', 'exporter.replicas=2']))
 }, { timeout: 180_000 })
 
 after(async () => {
