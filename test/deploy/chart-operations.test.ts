@@ -6,11 +6,17 @@
 // under GitOps.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { all, k8sObjects, only, parseDocs, readRepoFile, type Deployment, type K8sObject, type Service } from './k8s.js'
+import { Exporter } from '../../exporter/index.js'
+import { buildExporterApp } from '../../server/exporter-api/server.js'
+import { createLogger } from '../../server/process/logger.js'
+import { createMetrics } from '../../server/process/metrics.js'
+import { all, container, k8sObjects, only, parseDocs, readRepoFile, type Deployment, type K8sObject, type Service } from './k8s.js'
 import { CHART, HELM_SETUP_TIMEOUT_MS, KUBE_VERSION, NAMESPACE, RELEASE, findHelm, render, renderFails, runHelm } from './helm.js'
 
 before(findHelm, { timeout: HELM_SETUP_TIMEOUT_MS })
@@ -310,4 +316,63 @@ test('the Lease Role and its binding are rendered only where exporters elect (ex
     const elects = all<Deployment>(render(layout), 'Deployment').some((d) => d.spec.template.spec.containers.some((c) => c.env?.some((e) => e.name === 'KOLLECT_LEADER_ELECTION' && e.value === 'true')))
     assert.equal(leaseObjects(layout).length > 0, elects, layout.join(','))
   }
+})
+
+describe('the exporter\'s liveness probe starts no second Node.js process', () => {
+  /** The rendered probe, run as the kubelet would, against 127.0.0.1:<port> instead of 8081. */
+  const runProbe = (command: string[], port: number): Promise<{ code: number | null; ms: number }> => new Promise((resolve) => {
+    const started = performance.now()
+    const argv = command.map((a) => a.replace('/127.0.0.1/8081', `/127.0.0.1/${port}`))
+    const child = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore' })
+    child.on('close', (code) => resolve({ code, ms: performance.now() - started }))
+  })
+  const listen = async (server: { listen(port: number, host: string, cb: () => void): unknown; address(): unknown }) => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return (server.address() as AddressInfo).port
+  }
+
+  test('one pod: the exporter on loopback, so an exec probe, and it is bash over /dev/tcp', () => {
+    for (const d of [only<Deployment>(render(), 'Deployment', 'kollect'), only<Deployment>(k8sObjects(parseDocs(readRepoFile('manifests/deployment.yaml'), 'manifests')), 'Deployment')]) {
+      const probe = container(d, 'exporter').livenessProbe
+      assert.equal(probe?.httpGet, undefined, 'the kubelet\'s httpGet goes to the pod IP, where the exporter does not listen')
+      const command = probe?.exec?.command ?? []
+      assert.equal(command[0], '/bin/bash', 'bash is essential in the image\'s Debian base (node:24-bookworm-slim)')
+      assert.ok(!command.some((a) => /\bnode\b/.test(a)), command.join(' '))
+      assert.match(command.join(' '), /\/dev\/tcp\/127\.0\.0\.1\/8081 .*GET \/healthz/)
+    }
+    assert.match(readRepoFile('Dockerfile'), /^FROM node:\d+-bookworm-slim$/m, 'the runtime image is Debian (bash, /dev/tcp)')
+  })
+
+  test('the probe passes on a live exporter API and fails when it is gone or answers an error, in milliseconds', async () => {
+    const command = container(only<Deployment>(render(), 'Deployment', 'kollect'), 'exporter').livenessProbe?.exec?.command ?? []
+    const exporter = new Exporter({ cluster: 'lab-west', createSink: async () => { throw new Error('no sinks in this test') } })
+    const app = await buildExporterApp({
+      exporter, auth: { mode: 'token', token: 'probe-test-token' }, bodyLimit: 1 << 20, reportBodyLimit: 1 << 20, maxJsonDepth: 64,
+      logger: createLogger('silent', 'probe-test'), metrics: createMetrics('exporter'),
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (app.server.address() as AddressInfo).port
+    try {
+      const live = await runProbe(command, port)
+      assert.equal(live.code, 0, 'the token is not needed for /healthz')
+      assert.ok(live.ms < 1000, `${live.ms} ms`)
+    } finally {
+      await app.close()
+      await exporter.close()
+    }
+    assert.notEqual((await runProbe(command, port)).code, 0, 'nothing listens')
+    const failing = createServer((_req, res) => { res.writeHead(503); res.end() })
+    const failingPort = await listen(failing)
+    try {
+      assert.notEqual((await runProbe(command, failingPort)).code, 0, 'a 503')
+    } finally {
+      failing.close()
+    }
+  })
+
+  test('split layout: the exporter listens on its pod IP, so the kubelet\'s own httpGet', () => {
+    const e = container(only<Deployment>(render(['hooks.replicas=3']), 'Deployment', 'kollect-exporter'), 'exporter')
+    assert.deepEqual(e.livenessProbe?.httpGet, { path: '/healthz', port: 'exporter' })
+    assert.equal(e.livenessProbe?.exec, undefined)
+  })
 })
