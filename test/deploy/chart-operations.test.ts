@@ -376,3 +376,30 @@ describe('the exporter\'s liveness probe starts no second Node.js process', () =
     assert.equal(e.livenessProbe?.exec, undefined)
   })
 })
+
+describe('GitOps: the hook token', () => {
+  /** helm template's whole output, as Argo CD would compare it between syncs. */
+  const template = (set: string[]) => {
+    const r = runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...set.flatMap((v) => ['--set', v])])
+    assert.equal(r.status, 0, r.stderr)
+    return r.stdout
+  }
+
+  test('the generated token changes with every helm template render (what Argo CD would apply at each sync)', () => {
+    const token = () => (only<K8sObject & { data: { token: string } }>(k8sObjects(parseDocs(template([]), 'render')), 'Secret', 'kollect-hook-token')).data.token
+    assert.notEqual(token(), token())
+  })
+
+  test('with hookToken.existingSecret every render is the same, and values.yaml and the docs say so', () => {
+    for (const layout of [[], ['hooks.replicas=3']]) {
+      const set = [...layout, 'hookToken.existingSecret=kollect-hook-token']
+      const first = template(set)
+      assert.equal(template(set), first, layout.join(','))
+      assert.deepEqual(all(k8sObjects(parseDocs(first, 'render')), 'Secret'), [], 'no Secret rendered')
+    }
+    const values = readRepoFile('charts/kollect/values.yaml')
+    assert.match(values, /helm template[\s\S]{0,80}generates a new token on every render[\s\S]{0,200}use existingSecret there/)
+    assert.match(values, /docs\/operations\.md#gitops-and-the-hook-token/)
+    assert.match(readRepoFile('docs/operations.md'), /^### GitOps and the hook token$/m)
+  })
+})
