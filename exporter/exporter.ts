@@ -6,7 +6,7 @@ import type {
 import type { FencingToken } from '../sinks/fence.js'
 import { LeaseFence } from './fence.js'
 import { JournalKeeper } from './journaling.js'
-import { boundedClock, realClock, type Clock, type ExporterOptions } from './options.js'
+import { boundedClock, realClock, type Clock, type ExporterOptions, type SinkPending } from './options.js'
 import { SinkPool } from './pool.js'
 import { DEFAULT_BACKOFF } from './retry.js'
 import { Inventory, type InventoryDeps } from './inventory.js'
@@ -56,7 +56,7 @@ export class Exporter implements ExporterClient {
       events: (inv) => ({
         failing: () => void this.journal.save(inv),
         confirmed: () => this.journal.settle(inv),
-        stopped: () => this.options.observer?.onPendingChange?.(this.pendingCount()),
+        stopped: () => this.pendingChanged(),
       }),
       due: (inv) => this.exportNow(inv),
     }
@@ -210,7 +210,7 @@ export class Exporter implements ExporterClient {
         this.exportNow(inv)
       }
     }
-    this.options.observer?.onPendingChange?.(this.pendingCount())
+    this.pendingChanged()
   }
 
   /**
@@ -228,6 +228,18 @@ export class Exporter implements ExporterClient {
   }
 
   // ---- internals ----
+
+  private pendingChanged(): void {
+    const observer = this.options.observer
+    if (!observer?.onPendingChange) return
+    const bySink = new Map<string, SinkPending>()
+    for (const d of this.drivers()) {
+      const entry = bySink.get(refKey(d.ref)) ?? { sink: d.ref, pending: 0 }
+      if (d.owes) entry.pending++
+      bySink.set(refKey(d.ref), entry)
+    }
+    observer.onPendingChange(this.pendingCount(), [...bySink.values()])
+  }
 
   private targetChanged(target: ObjectRef): void {
     const key = refKey(target)
@@ -262,7 +274,7 @@ export class Exporter implements ExporterClient {
     const snapshot = buildSnapshot(inv.composition.inventory, this.options.cluster, items)
     this.journal.resolve(inv, snapshot)
     inv.export(snapshot)
-    this.options.observer?.onPendingChange?.(this.pendingCount())
+    this.pendingChanged()
   }
 
   private async runFinalize(inv: Inventory): Promise<void> {

@@ -73,12 +73,19 @@ export interface DriftEvent {
 export interface ExporterObserver {
   onExport?(event: ExportEvent): void
   onDrift?(event: DriftEvent): void
-  onPendingChange?(pending: number): void
+  /** `pending`: the sinks of all inventories that owe an export; `bySink`: the same per sink, 0 included. */
+  onPendingChange?(pending: number, bySink: readonly SinkPending[]): void
   /** The bytes of items held for a namespace's targets, and in total, after they changed. */
   onHeldChange?(namespace: string, namespaceBytes: number, totalBytes: number): void
   onReportRefused?(target: ObjectRef, limit: BudgetLimit): void
   /** A journal entry was not resumed: the targets' fresh reports built another snapshot, or it could not be read. */
   onJournalDropped?(reason: JournalDropReason): void
+}
+
+/** How many of its inventories' exports one sink owes (an alert on one sink must not read another's). */
+export interface SinkPending {
+  sink: ObjectRef
+  pending: number
 }
 
 type JournalDropReason = 'superseded' | 'unreadable'

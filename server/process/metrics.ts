@@ -93,6 +93,13 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     help: 'Sink snapshots waiting to be written (debounced, in flight or retrying).',
     registers: [exporter],
   })
+  // Per sink, so that KollectSinkStale joins a sink's age with that sink's own pending exports.
+  const pendingBySink = new Gauge({
+    name: 'kollect_exports_pending_by_sink',
+    help: 'Snapshots each sink owes (in flight or retrying), by sink (namespace/name); 0 for a sink with nothing owed.',
+    labelNames: ['sink'] as const,
+    registers: [exporter],
+  })
   const lastSuccess = new Map<string, number>()
   new Gauge({
     name: 'kollect_sink_last_success_age_seconds',
@@ -162,8 +169,10 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
       onDrift(e) {
         driftChecks.inc({ sink: sinkLabel(e.sink), result: e.result })
       },
-      onPendingChange(n) {
+      onPendingChange(n, bySink) {
         pending.set(n)
+        pendingBySink.reset()
+        for (const s of bySink) pendingBySink.set({ sink: sinkLabel(s.sink) }, s.pending)
       },
       onHeldChange(namespace, namespaceBytes, totalBytes) {
         if (namespaceBytes === 0) heldByNamespace.remove({ namespace })

@@ -16,6 +16,9 @@ const PASSTHROUGH_ENV = [
   'PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT',
   'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'all_proxy',
   'SSL_CERT_FILE', 'SSL_CERT_DIR',
+  // A private CA (the chart's extraCACerts): Debian's git (libcurl-gnutls, CA path /etc/ssl/certs
+  // and no CA file) reads this file in addition to the system's CAs.
+  'GIT_SSL_CAINFO',
 ]
 
 // git's words for an HTTP redirect it did not follow (http.followRedirects=false).

@@ -57,8 +57,6 @@ test('default values: the objects of one release', () => {
     'CompositeController/kollect-targets',
     'Deployment/kollect',
     'NetworkPolicy/kollect-hooks',
-    'Role/kollect-leader',
-    'RoleBinding/kollect-leader',
     'Secret/kollect-hook-token',
     'Service/kollect-hooks',
     'ServiceAccount/kollect',
@@ -146,13 +144,15 @@ test('the CompositeControllers are compositecontrollers/*.yaml, pointed at the r
 
 test('RBAC by default: Secrets through a ClusterRole and ClusterRoleBinding, discovery cluster-wide', () => {
   const objects = render()
-  // The one namespaced Role: the exporter's Lease, in the release namespace.
-  assert.deepEqual(all<Role>(objects, 'Role').map((r) => [r.metadata.name, r.metadata.namespace]), [['kollect-leader', NAMESPACE]])
-  assert.deepEqual(only<Role>(objects, 'Role', 'kollect-leader').rules, [
+  // No namespaced Role: the Lease Role comes with exporters that elect (exporter.replicas > 1).
+  assert.deepEqual(all<Role>(objects, 'Role'), [])
+  const electing = render(['hooks.replicas=3', 'exporter.replicas=2'])
+  assert.deepEqual(all<Role>(electing, 'Role').map((r) => [r.metadata.name, r.metadata.namespace]), [['kollect-leader', NAMESPACE]])
+  assert.deepEqual(only<Role>(electing, 'Role', 'kollect-leader').rules, [
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kollect-exporter'], verbs: ['get', 'update'] },
   ])
-  assert.deepEqual(only<Binding>(objects, 'RoleBinding', 'kollect-leader').subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
+  assert.deepEqual(only<Binding>(electing, 'RoleBinding', 'kollect-leader').subjects, [{ kind: 'ServiceAccount', name: 'kollect', namespace: NAMESPACE }])
   const exporter = only<Role>(objects, 'ClusterRole', 'kollect-exporter')
   assert.deepEqual(exporter.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }, { apiGroups: ['kollect.dev'], resources: ['kollectscopes'], verbs: ['get', 'list'] }])
   const binding = only<Binding>(objects, 'ClusterRoleBinding', 'kollect-exporter')

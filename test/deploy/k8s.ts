@@ -249,8 +249,8 @@ export function assertHardenedPod(d: Deployment, tokenSecret: string | null): vo
   assert.equal(exporter.ports, undefined, 'the exporter declares no container port')
   assert.equal(exporter.livenessProbe?.httpGet, undefined, 'httpGet cannot reach 127.0.0.1 from the kubelet')
   const probe = exporter.livenessProbe?.exec?.command ?? []
-  assert.equal(probe[0], 'node')
-  assert.match(probe.join(' '), /127\.0\.0\.1:8081\/healthz/)
+  assert.equal(probe[0], '/bin/bash', 'no second Node.js process per probe')
+  assert.match(probe.join(' '), /\/dev\/tcp\/127\.0\.0\.1\/8081 .*GET \/healthz/)
   assert.equal(exporter.volumeMounts?.find((m) => m.mountPath === '/data')?.name, 'data')
   // The exporter's memory (docs/operations.md#sizing): its heap cap below its limit, and its item
   // budget within what the limit holds at the measured ~5 bytes of memory per charged byte.

@@ -175,3 +175,42 @@ test('with serviceMonitor.enabled the NetworkPolicy admits Prometheus to the met
   assert.equal(hooksPolicy?.spec.podSelector.matchLabels?.['app.kubernetes.io/component'], 'hooks')
   assert.equal(hooksPolicy?.spec.ingress?.length, 2)
 })
+
+test('runbook_url is an absolute link by default (Alertmanager and Slack do not resolve relative ones), and a relative base is refused', () => {
+  for (const r of rulesOf(render(['prometheusRule.enabled=true']))) {
+    assert.equal(r.annotations.runbook_url, `https://github.com/kollect-dev/kollect/blob/main/docs/operations.md#${r.alert.toLowerCase()}`, r.alert)
+  }
+  assert.match(renderFails(['prometheusRule.enabled=true', 'prometheusRule.runbookBaseUrl=docs/operations.md']), /runbookBaseUrl/)
+})
+
+test('hub.enabled adds the hub\'s alerts, on the hub\'s series, each with a runbook in docs/operations.md', () => {
+  const HUB = ['hub.enabled=true', 'hub.nats.url=nats://hub-nats:4222', 'hub.clusters={east}', 'hub.sinks[0].name=fleet-db', 'hub.sinks[0].spec.type=postgres']
+  const HUB_ALERTS = ['KollectHubClusterStale', 'KollectHubIncompleteSnapshots', 'KollectHubExportsFailing']
+  const objects = render(['prometheusRule.enabled=true', 'serviceMonitor.enabled=true', ...HUB])
+  const groups = only<PrometheusRule>(objects, 'PrometheusRule').spec.groups
+  assert.deepEqual(groups.map((g) => g.name), ['kollect', 'kollect-hub'])
+  const hubRules = groups[1]?.rules ?? []
+  assert.deepEqual(hubRules.map((r) => r.alert), HUB_ALERTS)
+  // The job the Prometheus Operator gives the series of the hub's Service.
+  const hubSvc = only<Service>(objects, 'Service', 'kollect-hub')
+  const anchors = operationsAnchors()
+  const series = registeredSeries()
+  for (const r of hubRules) {
+    for (const m of r.expr.matchAll(/\{([^}]*)\}/g)) assert.ok((m[1] as string).startsWith(`job="${hubSvc.metadata.name}",namespace="${NAMESPACE}"`), `${r.alert}: ${m[0]}`)
+    assert.ok(anchors.has(r.alert.toLowerCase()), `docs/operations.md has no heading for #${r.alert.toLowerCase()}`)
+    assert.deepEqual(problems(r.expr, series), [], `${r.alert}: ${r.expr}`)
+    assert.ok(['critical', 'warning', 'info'].includes(r.labels.severity ?? ''), `${r.alert} severity`)
+  }
+  assert.match(ruleNamed(hubRules, 'KollectHubClusterStale').expr, / > 86400$/)
+  assert.equal(ruleNamed(hubRules, 'KollectHubExportsFailing').labels.severity, 'critical', 'a failing hub sink holds every cluster')
+  // Without the hub, none; a custom selector; one alert off; all off renders no empty group.
+  assert.deepEqual(only<PrometheusRule>(render(['prometheusRule.enabled=true']), 'PrometheusRule').spec.groups.map((g) => g.name), ['kollect'])
+  for (const r of rulesOf(render(['prometheusRule.enabled=true', 'prometheusRule.hubSelector=cluster="hub"', ...HUB])).filter((x) => HUB_ALERTS.includes(x.alert))) {
+    for (const m of r.expr.matchAll(/\{([^}]*)\}/g)) assert.ok((m[1] as string).startsWith('cluster="hub"'), `${r.alert}: ${m[0]}`)
+  }
+  const one = rulesOf(render(['prometheusRule.enabled=true', 'prometheusRule.alerts.hubClusterStale.enabled=false', ...HUB]))
+  assert.deepEqual(one.filter((r) => HUB_ALERTS.includes(r.alert)).map((r) => r.alert), HUB_ALERTS.slice(1))
+  const off = ['hubClusterStale', 'hubIncompleteSnapshots', 'hubExportsFailing'].map((a) => `prometheusRule.alerts.${a}.enabled=false`)
+  assert.deepEqual(only<PrometheusRule>(render(['prometheusRule.enabled=true', ...off, ...HUB]), 'PrometheusRule').spec.groups.map((g) => g.name), ['kollect'])
+  assertLints(['prometheusRule.enabled=true', 'serviceMonitor.enabled=true', ...HUB])
+})

@@ -1,6 +1,7 @@
 // Which metrics and labels a PromQL expression (or a Grafana label_values query) names, checked
 // against the families the product registers. A light lexer, not a PromQL parser: enough for
 // the chart's rules and dashboard, and strict about anything it does not recognise.
+import { createHubMetrics } from '../../hub/metrics.js'
 import { createMetrics } from '../../server/process/metrics.js'
 
 /** Labels Prometheus adds to every series scraped through the chart's ServiceMonitor. */
@@ -8,12 +9,12 @@ const TARGET_LABELS = ['namespace', 'job', 'pod', 'service', 'instance', 'contai
 
 const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right'])
 
-/** Every series name the hooks and exporter processes serve, with its labels. */
+/** Every series name the hooks, exporter and hub processes serve, with its labels. */
 export function registeredSeries(): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>()
   // The exporter's own process metrics carry the kollect_exporter_ prefix.
-  for (const role of ['all', 'exporter'] as const) {
-    for (const m of createMetrics(role).registry.getMetricsAsArray() as unknown as { name: string; type: string; labelNames?: string[] }[]) {
+  for (const registry of [createMetrics('all').registry, createMetrics('exporter').registry, createHubMetrics().registry]) {
+    for (const m of registry.getMetricsAsArray() as unknown as { name: string; type: string; labelNames?: string[] }[]) {
       const labels = m.labelNames ?? []
       if (String(m.type) === 'histogram') {
         out.set(`${m.name}_bucket`, new Set([...labels, 'le']))

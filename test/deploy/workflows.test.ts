@@ -105,8 +105,8 @@ describe('workflows', () => {
     const helm = chart.steps.map((s) => s.run ?? '').join('\n')
     // The packaged chart's default image is the one published beside it: the substitution
     // must find values.yaml's one image repository line.
-    assert.match(helm, /sed -i "s\|\^ {2}repository: kollect\\\$\| {2}repository: \$image\|" charts\/kollect\/values\.yaml/)
-    assert.equal(readRepoFile('charts/kollect/values.yaml').match(/^ {2}repository: kollect$/gm)?.length, 1)
+    assert.match(helm, /sed -i "s\|\^ {2}repository: \\"\\"\\\$\| {2}repository: \$image\|" charts\/kollect\/values\.yaml/)
+    assert.equal(readRepoFile('charts/kollect/values.yaml').match(/^ {2}repository: ""$/gm)?.length, 1)
     assert.match(helm, /helm package charts\/kollect --version "\$version" --app-version "\$version"/)
     assert.match(helm, /helm push "dist-chart\/kollect-\$version\.tgz" "oci:\/\/ghcr\.io\/\$\{OWNER,,\}\/charts"/)
     // The helm the tests are run with.

@@ -13,6 +13,7 @@ import * as k8s from '@kubernetes/client-node'
 import type { ResolvedSink } from '../../api/types.js'
 import { kubeCredentials } from '../../server/cluster/credentials.js'
 import { leaseApi } from '../../server/cluster/leader.js'
+import { LOCAL_IMAGE } from '../support/helm.js'
 import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.js'
 import { ROOT } from '../support/metacontroller.js'
 import { requireTool } from '../support/tools.js'
@@ -27,6 +28,7 @@ function renderRbac(release: string, namespace: string, set: string[]): string {
   const r = spawnSync(helm, [
     'template', release, path.join(ROOT, 'charts', 'kollect'), '--namespace', namespace, '--kube-version', '1.35.0',
     '--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml',
+    ...LOCAL_IMAGE,
     ...set.flatMap((s) => ['--set', s]),
   ], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 })
   assert.equal(r.status, 0, `helm template: ${r.error?.message ?? r.stderr}`)
@@ -41,9 +43,10 @@ before(async () => {
     await cp.applyYaml(`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${ns}}\n`)
     await cp.applyYaml(`apiVersion: v1\nkind: Secret\nmetadata: {name: pg-creds, namespace: ${ns}}\nstringData: {dsn: "postgres://u:pw@db.${ns}/inv"}\n`)
   }
-  // Two releases side by side: "kollect" narrowed to team-a, "wide" with the default values.
+  // Two releases side by side: "kollect" narrowed to team-a, "wide" with the default Secret
+  // access and exporters that elect (the Lease Role is rendered only then).
   await cp.applyYaml(renderRbac('kollect', 'kollect-system', ['tenantMode=true', 'watchNamespaces={team-a}']))
-  await cp.applyYaml(renderRbac('wide', 'wide-system', []))
+  await cp.applyYaml(renderRbac('wide', 'wide-system', ['hooks.replicas=3', 'exporter.replicas=2']))
 }, { timeout: 180_000 })
 
 after(async () => {

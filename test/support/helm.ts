@@ -28,8 +28,18 @@ export interface HelmRun {
   stderr: string
 }
 
+/**
+ * The image the tests render and install: a local build named kollect, as e2e/kind loads it.
+ * The source chart has no default image (none is published yet) and refuses to render without
+ * one, so runHelm sets it first on every command that renders the chart; a later
+ * `--set image.repository=…` (empty included) overrides it.
+ */
+export const LOCAL_IMAGE = ['--set', 'image.repository=kollect']
+const RENDERING = new Set(['template', 'lint', 'install', 'upgrade'])
+
 /** One helm command, with caches inside the repository (never the user's helm config). */
 export function runHelm(args: string[]): HelmRun {
+  if (RENDERING.has(args[0] ?? '')) args = [args[0] as string, ...LOCAL_IMAGE, ...args.slice(1)]
   const r = spawnSync(findHelm(), args, {
     cwd: ROOT,
     encoding: 'utf8',

@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import os from 'node:os'
 import path from 'node:path'
@@ -55,7 +55,12 @@ function chownToServerUser(dir: string): void {
   walk(dir)
 }
 
-export async function startPostgres(): Promise<PgServer> {
+export interface PgOptions {
+  /** Serve TLS (ssl=on) with this certificate and key; plain connections still work. */
+  tls?: { certFile: string; keyFile: string }
+}
+
+export async function startPostgres(options: PgOptions = {}): Promise<PgServer> {
   const bin = postgresBinDir()
   const root = mkdtempSync(path.join(os.tmpdir(), 'kollect-pg-'))
   const dataDir = path.join(root, 'data')
@@ -66,6 +71,14 @@ export async function startPostgres(): Promise<PgServer> {
   const port = await freePort()
   writeFileSync(path.join(root, 'pwfile'), password + '\n')
   mkdirSync(socketDir)
+  // The server reads its key only when the server user owns it and nobody else can read it.
+  const tlsArgs: string[] = []
+  if (options.tls) {
+    copyFileSync(options.tls.certFile, path.join(root, 'server.crt'))
+    copyFileSync(options.tls.keyFile, path.join(root, 'server.key'))
+    chmodSync(path.join(root, 'server.key'), 0o600)
+    tlsArgs.push('-c', 'ssl=on', '-c', `ssl_cert_file=${path.join(root, 'server.crt')}`, '-c', `ssl_key_file=${path.join(root, 'server.key')}`)
+  }
   chownToServerUser(root)
 
   const [initCmd, initArgs] = asServerUser(path.join(bin, 'initdb'), [
@@ -103,6 +116,7 @@ export async function startPostgres(): Promise<PgServer> {
       '-c', 'listen_addresses=127.0.0.1',
       '-c', 'fsync=off', '-c', 'full_page_writes=off',
       '-c', 'max_connections=60', '-c', 'logging_collector=off',
+      ...tlsArgs,
     ])
     proc = startServerProcess(cmd, args, logFile)
     await pollUntil(`postgres on port ${port}`, probe, { timeoutMs: 30_000, proc })

@@ -59,8 +59,76 @@ app.kubernetes.io/part-of: kollect
 {{- end }}
 {{- end }}
 
+{{/* [registry/]repository@digest, else [registry/]repository:tag (tag: appVersion by default). */}}
 {{- define "kollect.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $i := .Values.image }}
+{{- if not $i.repository }}
+{{- fail "image.repository is not set: no Kollect image is published for this chart yet. Build and push one (docker build -t <registry>/kollect:<tag> .) and install with --set image.repository=<registry>/kollect (and image.tag or image.digest), or use the chart a release publishes (oci://ghcr.io/<owner>/charts/kollect), which defaults to its image" }}
+{{- end }}
+{{- $repo := $i.repository }}
+{{- with $i.registry }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}
+{{- end }}
+{{- if $i.digest }}
+{{- printf "%s@%s" $repo $i.digest }}
+{{- else }}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion $i.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* One ServiceMonitor endpoint's scrape settings: interval, timeout, honorLabels and relabelings. */}}
+{{- define "kollect.scrapeSettings" -}}
+{{- $m := .Values.serviceMonitor -}}
+interval: {{ $m.interval }}
+scrapeTimeout: {{ $m.scrapeTimeout }}
+{{- if $m.honorLabels }}
+honorLabels: true
+{{- end }}
+{{- with $m.relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $m.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+extraCACerts, for the containers that open sinks (exporter, hub): the bundle's mount, and the
+settings that add it to the system's CAs. Node.js (pg, NATS, Kafka, the AWS SDK, fetch) reads
+NODE_EXTRA_CA_CERTS at start; git reads GIT_SSL_CAINFO, which Debian's libcurl-gnutls adds to
+/etc/ssl/certs. A DSN's sslrootcert stays refused (a sink's settings never name a local file).
+*/}}
+{{- define "kollect.extraCaEnv" -}}
+{{- if .Values.extraCACerts.secretName }}
+- name: NODE_EXTRA_CA_CERTS
+  value: /etc/kollect/extra-ca/ca.crt
+- name: GIT_SSL_CAINFO
+  value: /etc/kollect/extra-ca/ca.crt
+{{- end }}
+{{- end }}
+
+{{- define "kollect.extraCaMount" -}}
+{{- if .Values.extraCACerts.secretName }}
+- name: extra-ca
+  mountPath: /etc/kollect/extra-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "kollect.extraCaVolume" -}}
+{{- with .Values.extraCACerts }}
+{{- if .secretName }}
+- name: extra-ca
+  secret:
+    secretName: {{ .secretName }}
+    defaultMode: 0444
+    items:
+      - key: {{ .key }}
+        path: ca.crt
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Where both containers find the hook token file. */}}
