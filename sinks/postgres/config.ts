@@ -64,6 +64,12 @@ function decoded(text: string): string {
   return text
 }
 
+/** The certificate-file parameters a DSN names (percent-encoded too): parsing it would read them. */
+function sslFileParams(dsn: string): string[] {
+  const text = decoded(dsn)
+  return SSL_FILE_PARAMS.filter((p) => text.includes(p))
+}
+
 /**
  * Where node-postgres will connect, decided by its own parser (pg-connection-string): a `host`
  * parameter wins over the URL's host; a host starting with "/" (also percent-encoded, or from a
@@ -72,8 +78,7 @@ function decoded(text: string): string {
  * naming certificate files is not parsed at all, since parsing it reads them.
  */
 export function postgresEndpoints(dsn: string, env: Record<string, string | undefined> = process.env): { url: string; what?: string }[] {
-  const text = decoded(dsn)
-  const files = SSL_FILE_PARAMS.filter((p) => text.includes(p))
+  const files = sslFileParams(dsn)
   if (files.length > 0) return files.map((p) => ({ url: 'file:', what: `DSN parameter ${p}` }))
   let host: string
   try {
@@ -129,6 +134,10 @@ export function postgresSettings(opts: SinkOptions): PostgresSettings {
   if (dsn === undefined) {
     throw configError(label, `the secret has no connection string (one of the keys ${DSN_KEYS.join(', ')})`)
   }
+  // Whatever the SSRF guard allows (KOLLECT_ALLOW_PRIVATE_SINKS is about addresses): a tenant's
+  // Secret never makes the exporter read its own files. A private CA is the chart's extraCACerts.
+  const [file] = sslFileParams(dsn)
+  if (file) throw configError(label, `DSN parameter ${file} names a local file, which a sink may not read; trust a private CA with extraCACerts instead`)
   const keep = opts.spec.postgres?.keepSnapshots ?? DEFAULT_KEEP_SNAPSHOTS
   if (!Number.isSafeInteger(keep) || keep < 0) throw configError(label, 'keepSnapshots must be a whole number, 0 to keep all')
   const age = opts.spec.postgres?.snapshotMaxAge

@@ -115,6 +115,14 @@ describe('the PostgreSQL target is judged after the driver parses the DSN', () =
     assert.deepEqual([tcp.connections, unix.connections], [0, 0])
   })
 
+  test('with KOLLECT_ALLOW_PRIVATE_SINKS=true a DSN naming a certificate file is still refused: private addresses are not local files', async () => {
+    const res = await send(open.url, ROUTES.sinkSync, { body: sinkSync('ssl-file') })
+    assert.equal(res.status, 200, res.text)
+    const reachable = conditionOf(res, 'Reachable')
+    assert.equal(reachable?.status, 'False')
+    assert.match(reachable?.message ?? '', /DSN parameter sslrootcert names a local file/)
+  })
+
   test('with KOLLECT_ALLOW_PRIVATE_SINKS=true the same host parameter is allowed, and the listener sees the driver connect', async () => {
     const res = await send(open.url, ROUTES.sinkSync, { body: sinkSync('open') })
     assert.equal(conditionOf(res, 'Reachable')?.status, 'False', 'the listener is no PostgreSQL server')
