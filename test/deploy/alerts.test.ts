@@ -32,9 +32,12 @@ function runPromtool(args: string[]): string {
   return r.stdout + r.stderr
 }
 
+const RUNBOOKS = 'https://runbooks.example/operations.md'
+
 /** The groups of the PrometheusRule rendered with these --set arguments, as a rules file. */
 function writeRules(set: string[]): string {
-  const pr = only<K8sObject & { spec: { groups: unknown[] } }>(render(['prometheusRule.enabled=true', ...set]), 'PrometheusRule')
+  // A fixed runbook base, so the golden file's expected annotations do not name the repository.
+  const pr = only<K8sObject & { spec: { groups: unknown[] } }>(render(['prometheusRule.enabled=true', `prometheusRule.runbookBaseUrl=${RUNBOOKS}`, ...set]), 'PrometheusRule')
   const file = join(dir, 'rules.yaml')
   writeFileSync(file, stringify({ groups: pr.spec.groups }))
   return file

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { all, only, readRepoFile, type K8sObject, type NetworkPolicy, type Service } from './k8s.js'
 import { HELM_SETUP_TIMEOUT_MS, NAMESPACE, assertLints, findHelm, render, renderFails } from './helm.js'
 import { problems, registeredSeries } from './promql.js'
+import { repositoryUrl } from '../support/repository.js'
 
 before(findHelm, { timeout: HELM_SETUP_TIMEOUT_MS })
 
@@ -178,7 +179,7 @@ test('with serviceMonitor.enabled the NetworkPolicy admits Prometheus to the met
 
 test('runbook_url is an absolute link by default (Alertmanager and Slack do not resolve relative ones), and a relative base is refused', () => {
   for (const r of rulesOf(render(['prometheusRule.enabled=true']))) {
-    assert.equal(r.annotations.runbook_url, `https://github.com/kollect-dev/kollect/blob/main/docs/operations.md#${r.alert.toLowerCase()}`, r.alert)
+    assert.equal(r.annotations.runbook_url, `${repositoryUrl()}/blob/main/docs/operations.md#${r.alert.toLowerCase()}`, r.alert)
   }
   assert.match(renderFails(['prometheusRule.enabled=true', 'prometheusRule.runbookBaseUrl=docs/operations.md']), /runbookBaseUrl/)
 })
