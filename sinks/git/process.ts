@@ -160,7 +160,7 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
 }
 
 /** The data directory itself, or the clone of the remote inside it. */
-export function repositoryDir(settings: GitSettings, dataDir: string): string {
+export function repositoryDir(settings: Pick<GitSettings, 'url'>, dataDir: string): string {
   return settings.url === undefined ? path.resolve(dataDir) : path.join(path.resolve(dataDir), 'work')
 }
 

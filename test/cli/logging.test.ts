@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { loadConfig } from '../../server/process/config.js'
 import { usesPretty } from '../../server/process/logger.js'
@@ -42,6 +42,33 @@ test('probes and /metrics scrapes log at debug, hook requests at info; JSON when
     assert.deepEqual([...new Set(probeLines.map((l) => l.level))], [20], JSON.stringify(probeLines.slice(0, 4)))
     const hookLines = all.filter((l) => hookIds().has(l.reqId) && /^(incoming request|request completed)$/.test(l.msg))
     assert.deepEqual(hookLines.map((l) => [l.msg, l.level]), [['incoming request', 30], ['request completed', 30]])
+  } finally {
+    await k.close()
+  }
+})
+
+/** An example hook request, with `edit` applied to its parsed body. */
+function example(name: string, edit: (body: { parent: { spec: Record<string, unknown> } }) => void = () => {}): string {
+  const body = JSON.parse(readFileSync(path.join(ROOT, 'examples', 'requests', `${name}.json`), 'utf8')) as { parent: { spec: Record<string, unknown> } }
+  edit(body)
+  return JSON.stringify(body)
+}
+
+test("the start line names the embedded default's repository where its first export really lands", { timeout: 60_000 }, async () => {
+  const k = await startKollectProcess({ KOLLECT_LOG_LEVEL: 'info', KOLLECT_LOG_FORMAT: 'json' })
+  try {
+    const running = output(k).trim().split('\n').map((l) => JSON.parse(l) as Line & { repo?: string }).find((l) => l.msg.startsWith('kollect is running'))
+    const repo = running?.repo
+    assert.equal(repo, path.join(k.dataDir, 'data', 'repo'), JSON.stringify(running))
+    const json = { 'content-type': 'application/json' }
+    assert.equal((await post(`${k.url}/hooks/targets/sync`, example('target-sync'), json)).status, 200)
+    // No sinkRefs: the embedded default.
+    const inventory = example('inventory-sync', (b) => {
+      delete b.parent.spec['sinkRefs']
+      b.parent.spec['debounce'] = '100ms'
+    })
+    assert.equal((await post(`${k.url}/hooks/inventories/sync`, inventory, json)).status, 200)
+    await pollUntil('the default export', async () => existsSync(path.join(repo, '.git')), { timeoutMs: 15_000, proc: k.proc })
   } finally {
     await k.close()
   }
