@@ -27,8 +27,8 @@ Options:
                         is a terminal)
   -h, --help            show this help
 
-Exit status: 0 every selected object extracted; 1 the profile or target is invalid, or an
-object failed extraction; 2 usage error.
+Exit status: 0 every selected object extracted; 1 the profile or target is invalid, a file is
+not valid YAML, or an object failed extraction; 2 usage error.
 `
 
 export interface PreviewOptions {

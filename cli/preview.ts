@@ -6,7 +6,7 @@ import { compileProfile, describeProblem } from '../hooks/profile.js'
 import { namespacesToRead } from '../hooks/selection.js'
 import { formatItems } from './format.js'
 import { EXIT_INVALID, EXIT_OK, Progress, readInput, UsageError, type Io } from './io.js'
-import { describeSyntaxProblem, isObject, objectsOf, parseDocuments } from './objects.js'
+import { describeSyntaxProblem, isObject, objectsOf, parseDocuments, type ParsedDocument } from './objects.js'
 import { explain, notSelectedLine } from './preview-explain.js'
 import { parsePreviewArgs, PREVIEW_USAGE, type PreviewOptions } from './preview-options.js'
 import { describeType, offlinePlural, previewSync } from './preview-sync.js'
@@ -18,12 +18,17 @@ class InvalidInput extends Error {
   }
 }
 
-/** The Kollect resources of one kind in a file; a YAML syntax error is an invalid input. */
-async function kollectResources(file: string, kind: string, io: Io): Promise<KubeObject[]> {
-  const text = await readInput(file, io)
+/** A file's documents; a YAML syntax error is an invalid input (exit 1, as in validate), not a usage error. */
+function parseOrRefuse(label: string, text: string): ParsedDocument[] {
   const docs = parseDocuments(text)
   const broken = docs.filter((d) => d.error)
-  if (broken.length > 0) throw new InvalidInput(broken.map((d) => `${file}: document ${d.index}: ${describeSyntaxProblem(d.error as { message: string })}`))
+  if (broken.length > 0) throw new InvalidInput(broken.map((d) => `${label}: document ${d.index}: ${describeSyntaxProblem(d.error as { message: string })}`))
+  return docs
+}
+
+/** The Kollect resources of one kind in a file. */
+async function kollectResources(file: string, kind: string, io: Io): Promise<KubeObject[]> {
+  const docs = parseOrRefuse(file, await readInput(file, io))
   const { objects } = objectsOf(docs.map((d) => d.value))
   return objects.filter((o) => o.apiVersion === API_VERSION && o.kind === kind)
 }
@@ -110,13 +115,7 @@ async function preview(opts: PreviewOptions, io: Io): Promise<number> {
   let objects: KubeObject[]
   let read: string
   if (opts.objects !== undefined) {
-    const text = await readInput(opts.objects, io)
-    const docs = parseDocuments(text)
-    const broken = docs.find((d) => d.error)
-    if (broken) {
-      const problem = describeSyntaxProblem(broken.error as { message: string })
-      throw new UsageError(`${opts.objects === '-' ? 'stdin' : opts.objects}: document ${broken.index}: ${problem}`)
-    }
+    const docs = parseOrRefuse(opts.objects === '-' ? 'stdin' : opts.objects, await readInput(opts.objects, io))
     const found = objectsOf(docs.map((d) => d.value))
     objects = found.objects
     read = `${count(objects.length, 'object')} read from ${opts.objects === '-' ? 'stdin' : opts.objects}`

@@ -25,7 +25,7 @@ Options:
   -q, --quiet   print only errors and the summary
   -h, --help    show this help
 
-Exit status: 0 every resource valid; 1 a resource is invalid or a file is not valid YAML;
+Exit status: 0 every resource valid; 1 a resource is invalid, or a file is empty or not valid YAML;
 2 usage error (no files, a file that cannot be read).
 `
 
@@ -101,7 +101,14 @@ function expand(args: string[]): { path: string; label: string }[] {
 }
 
 function validateText(file: string, text: string, counts: Counts, io: Io, quiet: boolean): void {
-  for (const doc of parseDocuments(text)) {
+  const docs = parseDocuments(text)
+  // An empty file (or only comments) is a mistake, never a pass with 0 resources.
+  if (docs.every((d) => !d.error && (d.value === null || d.value === undefined))) {
+    counts.invalid++
+    io.stderr.write(`${file}: empty: no YAML document in it\n`)
+    return
+  }
+  for (const doc of docs) {
     const where = `${file}: document ${doc.index}`
     if (doc.error) {
       counts.invalid++

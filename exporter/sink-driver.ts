@@ -251,6 +251,9 @@ export class SinkDriver {
     this.retryAt = null
     if (this.pending === latest) this.pending = null
     observer?.onExport?.({ ...event, result: 'success', durationMs: clock.now() - started, written: result })
+    // Hook calls log at debug: a write that changed the store is what an operator reads at info.
+    const { added, changed, removed } = result
+    if (added + changed + removed > 0) log('info', 'exported', { ...fields, added, changed, removed, itemCount: latest.itemCount })
     this.settleWaiters()
     this.options.events?.confirmed?.()
     return true

@@ -50,12 +50,20 @@ await send('/hooks/profiles/sync', 'profile-sync')
 await send('/hooks/sinks/sync', 'sink-sync')
 await send('/hooks/targets/customize', 'target-customize')
 await send('/hooks/targets/sync', 'target-sync')
+// A real install holds each change for the inventory's debounce; the demo says so rather than sit silent.
+const { debounce } = (JSON.parse(readFileSync(path.join(root, 'examples', 'requests', 'inventory-sync.json'), 'utf8')) as {
+  parent: { spec: { debounce: string } }
+}).parent.spec
+async function exportNow(): Promise<void> {
+  console.log(`… exporting now: a cluster would wait ${debounce} (the inventory's debounce) first; the demo skips the wait`)
+  exporter.flush()
+  await exporter.idle()
+}
+
 await send('/hooks/inventories/sync', 'inventory-sync')
-exporter.flush()
-await exporter.idle()
+await exportNow()
 await send('/hooks/targets/sync', 'target-sync-changed')
-exporter.flush()
-await exporter.idle()
+await exportNow()
 await send('/hooks/inventories/sync', 'inventory-sync')
 
 const repo = path.join(config.dataDir, 'sinks', 'team-a', 'git-demo')

@@ -1,6 +1,8 @@
 // npm start: hooks and exporter in one process, with the embedded default sink (a local Git
 // repository under KOLLECT_DATA_DIR, default ./.data/dev: the demo keeps its own, ./.data/demo).
 // No cluster and no external server needed. It exits with the npm that started it.
+import path from 'node:path'
+import { defaultRepositoryDir } from '../sinks/registry.js'
 import { createPluralResolver } from './cluster/discovery.js'
 import { loadKubeConfig } from './cluster/kube.js'
 import { createExporter, drainExporter } from './exporter-wiring.js'
@@ -19,6 +21,9 @@ const exporter = createExporter(config, logger, metrics)
 await exporter.restorePending()
 const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(loadKubeConfig()) })
 await app.listen({ port: config.port, host: config.host })
-logger.info({ dataDir: config.dataDir, repo: `${config.dataDir}/repo` }, 'kollect is running (hooks + exporter, embedded default sink)')
+// Absolute and where git really writes: the default's repository appears at its first export,
+// a KollectSink's under sinks/<namespace>/<name>.
+logger.info({ dataDir: path.resolve(config.dataDir), repo: defaultRepositoryDir(config.dataDir), sinks: path.resolve(config.dataDir, 'sinks') },
+  'kollect is running (hooks + exporter; inventories without sinkRefs export to the embedded default\'s repo, created at its first export)')
 onShutdown(logger, [app], () => drainExporter(exporter, config.shutdownGraceMs, logger), config.shutdownGraceMs)
 exitWithParent(logger)

@@ -4,6 +4,7 @@ import type { SinkDescriptor } from './descriptor.js'
 import { escapePathSegment } from './escape.js'
 import { fileSink } from './file/index.js'
 import { gitSink } from './git/index.js'
+import { repositoryDir } from './git/process.js'
 import { kafkaSink } from './kafka/index.js'
 import { natsSink } from './nats/index.js'
 import type { SinkOptions } from './options.js'
@@ -27,6 +28,11 @@ const BY_TYPE = new Map<string, SinkDescriptor>(SINKS.map((d) => [d.type, d]))
 /** The embedded default: a local Git repository under the data directory. */
 export function defaultSinkOptions(dataDir: string): SinkOptions {
   return { id: 'default', spec: { type: 'git', deletionPolicy: 'Retain' }, credentials: {}, dataDir: path.join(dataDir, 'repo') }
+}
+
+/** The embedded default's repository, absolute: git creates it at the default's first export. */
+export function defaultRepositoryDir(dataDir: string): string {
+  return repositoryDir({ url: undefined }, defaultSinkOptions(dataDir).dataDir)
 }
 
 export function createSinkFactory(deps: SinkFactoryDeps): (resolved: ResolvedSink | null) => Promise<Sink> {

@@ -4,7 +4,7 @@ import type { ExporterClient, InventoryComposition, ObjectRef, ResolvedSink, Tar
 import type { HookAuth } from '../guards/auth.js'
 import { apiAuth, isOpenRoute } from '../http/plugins/api-auth.js'
 import { HTTP_TIMEOUTS } from '../http/timeouts.js'
-import { QUIET_ROUTE, QuietProbes, type Logger } from '../process/logger.js'
+import { QUIET_ROUTE, QuietRequests, type Logger } from '../process/logger.js'
 import type { Metrics } from '../process/metrics.js'
 import { KollectError, errorBody } from '../protocol/errors.js'
 import { jsonBodyParser } from '../protocol/json-depth.js'
@@ -37,7 +37,7 @@ export function reportBodyLimit(namespaceShareBytes: number): number {
 export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    logController: new QuietProbes(),
+    logController: new QuietRequests(),
     bodyLimit: deps.bodyLimit,
     ...HTTP_TIMEOUTS,
     // As the hooks: no coercion, nothing removed, and no CRD default filled into a sink spec, so

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import { QuietProbes, type Logger } from '../process/logger.js'
+import { QuietRequests, type Logger } from '../process/logger.js'
 import { apiAuth } from './plugins/api-auth.js'
 import { errorMapping } from './plugins/errors.js'
 import { extraction, extractionStarted } from './plugins/extraction.js'
@@ -25,7 +25,7 @@ export interface HooksDeps extends HookRouteDeps, ProbeDeps {
 export async function buildHooksApp(deps: HooksDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    logController: new QuietProbes(),
+    logController: new QuietRequests(),
     bodyLimit: 1024 * 1024,
     genReqId: (req) => {
       const given = req.headers['x-request-id']

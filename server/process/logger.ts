@@ -14,17 +14,19 @@ export const QUIET_ROUTE = { config: { quiet: true } }
 const quiet = (request: FastifyRequest) => (request.routeOptions.config as { quiet?: boolean } | undefined)?.quiet === true
 
 /**
- * Fastify's `incoming request` and `request completed` lines at debug instead of info for the
- * QUIET_ROUTE routes (a failure still logs at error); pass a new one as Fastify's `logController`.
+ * Fastify's request lines, for a hook server Metacontroller calls for every parent every resync:
+ * `incoming request` and a successful `request completed` at debug; a 4xx or 5xx answer stays
+ * at info, an error at error. QUIET_ROUTE routes (probes, scrapes) log at debug unless they
+ * error, whatever their status: a not-ready /readyz is asked every few seconds. Pass a new one as
+ * Fastify's `logController`.
  */
-export class QuietProbes extends LogController {
-  override incomingRequest(request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
-    if (!quiet(request)) return super.incomingRequest(request, reply, metadata)
+export class QuietRequests extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
     if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request')
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
-    if (error || !quiet(request)) return super.requestCompleted(error, request, reply, metadata)
+    if (error || (!quiet(request) && reply.statusCode >= 400)) return super.requestCompleted(error, request, reply, metadata)
     if (!this.isLogDisabled(request)) reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }

@@ -53,10 +53,12 @@ export function gitFailure(sink: SinkLabel, action: string, err: unknown, secret
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('hint:'))
     .join('; ')
-  // git's own words for refused credentials name a prompt it may not show, not the cause.
-  const hint = /could not read (Username|Password)|Authentication failed/i.test(raw) ? ' (the remote refused the credentials: check the sink secret)'
-    : REDIRECTED.test(raw) ? ' (the remote redirected; redirects are not followed: set the url to the final address)' : ''
-  return sinkFailure(sink, `git ${action}`, new Error((detail || 'unknown error') + hint), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)
+  // git's own words for refused credentials name a prompt it may not show, not the cause: the
+  // cause leads, git's text follows (and is what a length cut drops first).
+  const cause = /could not read (Username|Password)|Authentication failed/i.test(raw) ? 'the remote refused the credentials: check the sink secret'
+    : REDIRECTED.test(raw) ? 'the remote redirected; redirects are not followed: set the url to the final address' : ''
+  const message = cause ? `${cause}; git said: ${detail}` : detail || 'unknown error'
+  return sinkFailure(sink, `git ${action}`, new Error(message), !PERMANENT_ERRORS.some((re) => re.test(raw)), secrets)
 }
 
 export function isRejectedBecauseRemoteMoved(message: string): boolean {
@@ -160,7 +162,7 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
 }
 
 /** The data directory itself, or the clone of the remote inside it. */
-export function repositoryDir(settings: GitSettings, dataDir: string): string {
+export function repositoryDir(settings: Pick<GitSettings, 'url'>, dataDir: string): string {
   return settings.url === undefined ? path.resolve(dataDir) : path.join(path.resolve(dataDir), 'work')
 }
 

@@ -8,7 +8,7 @@ import {
   type ConnectionOptions,
 } from '@platformatic/kafka'
 import { configError } from '../errors.js'
-import { alreadyExists } from './errors.js'
+import { alreadyExists, isRetriable } from './errors.js'
 import type { KafkaSettings } from './config.js'
 import { guardConnections } from './connections.js'
 import { committedRecords } from './read.js'
@@ -234,11 +234,16 @@ export class KafkaService {
    */
   async ping(): Promise<void> {
     if (this.closed) throw new Error('sink is closed')
-    this.probe ??= this.guarded(new Admin(this.connection()))
+    const probe = (this.probe ??= this.guarded(new Admin(this.connection())))
     try {
-      await this.probe.metadata({ topics: [], forceUpdate: true })
+      // One attempt first: refused credentials are permanent, and the client's retries (a second
+      // apart) would outlast the exporter's 4 s check and read as a timeout. Only what may pass
+      // on its own (the network, a broker starting) is tried again.
+      await probe.metadata({ topics: [], forceUpdate: true, retries: 0 }).catch((err: unknown) => {
+        if (!isRetriable(err)) throw err
+        return probe.metadata({ topics: [], forceUpdate: true })
+      })
     } catch (err) {
-      const probe = this.probe
       this.probe = undefined
       await closeAll([probe])
       throw err

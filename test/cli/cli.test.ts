@@ -255,6 +255,8 @@ spec:
 `,
       errors: ['syntax.yaml: document 1: YAML syntax error at line 8, column 3: Flow sequence in block collection must be sufficiently indented and end with a ]'],
     },
+    { name: 'an empty file', file: 'empty.yaml', text: '', errors: ['empty.yaml: empty: no YAML document in it'] },
+    { name: 'a file of comments and separators only', file: 'comments.yaml', text: '# to do\n---\n---\n', errors: ['comments.yaml: empty: no YAML document in it'] },
   ]
   for (const c of cases) {
     test(`${c.name} is invalid (1), named by file, document, resource and field`, async () => {
@@ -502,6 +504,49 @@ spec:
     const quiet = await kollect(['preview', '--profile', PROFILE, '--target', TARGET, '--objects', objects, '-o', 'json'])
     assert.equal(quiet.code, 0)
     assert.deepEqual(lines(quiet.stderr).filter((l) => l.startsWith('kollect: ')), [])
+  })
+
+  test('objects that are not valid YAML: exit 1 with the syntax error, as validate exits for the same text', async () => {
+    const text = 'items: [\n  bad: 1\n'
+    const objects = write('objects-broken.yaml', text)
+    const r = await kollect(['preview', '--profile', PROFILE, '--target', TARGET, '--objects', objects])
+    assert.equal(r.code, 1, r.stderr)
+    assert.equal(r.stdout, '')
+    assert.ok(lines(r.stderr)[0]?.startsWith(`${objects}: document 1: YAML syntax error at line 3, column 1:`), r.stderr)
+    const validate = await kollect(['validate', '-'], { input: text })
+    assert.equal(validate.code, r.code, validate.stderr)
+  })
+
+  test('docs/preview.md prints -o yaml with its keys in the order the tool prints them', async () => {
+    // The first item of an -o yaml output: its keys, with `attributes`' own keys apart (the doc's
+    // example extracts other attributes than the example profile).
+    const shape = (yaml: string) => {
+      const keys: string[] = []
+      const attributes: string[] = []
+      let inAttributes = false
+      for (const line of yaml.split('\n')) {
+        if (keys.length > 0 && line.startsWith('- ')) break
+        const m = /^(- | *)([\w.-]+):/.exec(line)
+        if (!m) continue
+        const depth = (m[1] as string).length
+        if (depth === 2) inAttributes = m[2] === 'attributes'
+        if (inAttributes && depth === 4) attributes.push(m[2] as string)
+        else if (!inAttributes || depth === 2) keys.push(`${' '.repeat(depth)}${m[2]}`)
+      }
+      return { keys, attributes }
+    }
+    const doc = readFileSync(path.join(ROOT, 'docs', 'preview.md'), 'utf8')
+    const example = /-o yaml 2>\/dev\/null\n([\s\S]*?)\n```/.exec(doc)?.[1]
+    assert.ok(example, 'docs/preview.md has the -o yaml example')
+    const objects = write('objects.json', kubectlList(sampleObjects()))
+    const real = await kollect(['preview', '--profile', PROFILE, '--target', TARGET, '--objects', objects, '-o', 'yaml'])
+    assert.equal(real.code, 0, real.stderr)
+    const shown = shape(example)
+    const printed = shape(real.stdout)
+    assert.deepEqual(shown.keys, printed.keys)
+    // Attributes print in code-unit order too.
+    assert.deepEqual(printed.attributes, [...printed.attributes].sort())
+    assert.deepEqual(shown.attributes, [...shown.attributes].sort())
   })
 
   test('usage errors exit 2', async () => {

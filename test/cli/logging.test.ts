@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { loadConfig } from '../../server/process/config.js'
 import { usesPretty } from '../../server/process/logger.js'
@@ -25,7 +25,7 @@ interface Line {
   req?: { url: string }
 }
 
-test('probes and /metrics scrapes log at debug, hook requests at info; JSON when stdout is no terminal', { timeout: 60_000 }, async () => {
+test('probes, scrapes and successful hook requests log at debug, a refused hook request at info; JSON when stdout is no terminal', { timeout: 60_000 }, async () => {
   const k = await startKollectProcess({ KOLLECT_LOG_LEVEL: 'debug', KOLLECT_LOG_FORMAT: '' })
   try {
     for (const url of PROBES) assert.equal((await get(k.url + url)).status, 200, url)
@@ -41,7 +41,44 @@ test('probes and /metrics scrapes log at debug, hook requests at info; JSON when
     const probeLines = all.filter((l) => probeIds.has(l.reqId))
     assert.deepEqual([...new Set(probeLines.map((l) => l.level))], [20], JSON.stringify(probeLines.slice(0, 4)))
     const hookLines = all.filter((l) => hookIds().has(l.reqId) && /^(incoming request|request completed)$/.test(l.msg))
-    assert.deepEqual(hookLines.map((l) => [l.msg, l.level]), [['incoming request', 30], ['request completed', 30]])
+    assert.deepEqual(hookLines.map((l) => [l.msg, l.level]), [['incoming request', 20], ['request completed', 20]])
+
+    // A refused call is what an operator must see: it completes at info.
+    assert.equal((await post(`${k.url}/hooks/targets/sync`, '{}', { 'content-type': 'application/json', 'x-request-id': 'refused' })).status, 400)
+    await pollUntil('the refused request logged as completed', async () => lines().some((l) => l.msg === 'request completed' && l.reqId === 'refused'), { timeoutMs: 10_000, proc: k.proc })
+    const refused = lines().filter((l) => l.reqId === 'refused' && /^(incoming request|request completed)$/.test(l.msg))
+    assert.deepEqual(refused.map((l) => [l.msg, l.level]), [['incoming request', 20], ['request completed', 30]])
+  } finally {
+    await k.close()
+  }
+})
+
+/** An example hook request, with `edit` applied to its parsed body. */
+function example(name: string, edit: (body: { parent: { spec: Record<string, unknown> } }) => void = () => {}): string {
+  const body = JSON.parse(readFileSync(path.join(ROOT, 'examples', 'requests', `${name}.json`), 'utf8')) as { parent: { spec: Record<string, unknown> } }
+  edit(body)
+  return JSON.stringify(body)
+}
+
+test("the start line names the embedded default's repository where its first export really lands; successful hook calls log nothing at info", { timeout: 60_000 }, async () => {
+  const k = await startKollectProcess({ KOLLECT_LOG_LEVEL: 'info', KOLLECT_LOG_FORMAT: 'json' })
+  try {
+    const running = output(k).trim().split('\n').map((l) => JSON.parse(l) as Line & { repo?: string }).find((l) => l.msg.startsWith('kollect is running'))
+    const repo = running?.repo
+    assert.equal(repo, path.join(k.dataDir, 'data', 'repo'), JSON.stringify(running))
+    const json = { 'content-type': 'application/json' }
+    assert.equal((await post(`${k.url}/hooks/targets/sync`, example('target-sync'), json)).status, 200)
+    // No sinkRefs: the embedded default.
+    const inventory = example('inventory-sync', (b) => {
+      delete b.parent.spec['sinkRefs']
+      b.parent.spec['debounce'] = '100ms'
+    })
+    assert.equal((await post(`${k.url}/hooks/inventories/sync`, inventory, json)).status, 200)
+    await pollUntil('the default export', async () => existsSync(path.join(repo, '.git')), { timeoutMs: 15_000, proc: k.proc })
+    // At info, successful hook calls log nothing; the export that changed the repository does.
+    const info = () => output(k).trim().split('\n').map((l) => JSON.parse(l) as Line)
+    await pollUntil('the export logged', async () => info().some((l) => l.msg === 'exported'), { timeoutMs: 10_000, proc: k.proc })
+    assert.deepEqual(info().filter((l) => l.reqId !== undefined || l.req !== undefined), [])
   } finally {
     await k.close()
   }

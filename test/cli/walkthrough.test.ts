@@ -99,7 +99,9 @@ test('npm run demo and npm start keep separate histories, each the one the READM
     writeFileSync(path.join(dir, '.data', 'demo', 'left-over'), 'x')
     mkdirSync(path.join(dir, 'mine'))
     writeFileSync(path.join(dir, 'mine', 'keep'), 'x')
-    await sh(process.execPath, ['dist/server/main-demo.js'], { cwd: dir, env: { ...localEnv(0), KOLLECT_DATA_DIR: path.join(dir, 'mine') }, timeout: 120_000 })
+    const demo = await sh(process.execPath, ['dist/server/main-demo.js'], { cwd: dir, env: { ...localEnv(0), KOLLECT_DATA_DIR: path.join(dir, 'mine') }, timeout: 120_000 })
+    // Never a silent pause: it says each export runs now rather than after the debounce.
+    assert.equal(demo.stdout.split('\n').filter((l) => l.includes('exporting now: a cluster would wait 10s')).length, 2, demo.stdout)
     const demoRepo = path.join(dir, '.data', 'demo', 'sinks', 'team-a', 'git-demo')
     const demoHistory = ['kollect: team-a/prod-inventory +0 ~1 -0 (3 items)', 'kollect: team-a/prod-inventory +3 ~0 -0 (3 items)']
     assert.deepEqual(await gitSubjects(demoRepo), demoHistory)

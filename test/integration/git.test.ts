@@ -436,6 +436,14 @@ describe('git sink credentials', () => {
     assert.equal(settings.auth?.configKey, 'http.https://git.example.com/.extraHeader')
   })
 
+  it('leads with the refused credentials, git\'s prompt text after', () => {
+    const label = { kind: 'git', id: 'team-a/git' }
+    const settings = resolveGitSettings({ type: 'git', git: { url: 'https://git.example.com/x.git' } }, { token: TOKEN }, label)
+    const raw = new Error("fatal: could not read Username for 'https://git.example.com': terminal prompts disabled")
+    assert.equal(gitFailure(label, 'fetch', raw, settings.secrets).message,
+      "git sink team-a/git: git fetch failed: the remote refused the credentials: check the sink secret; git said: fatal: could not read Username for 'https://git.example.com': terminal prompts disabled")
+  })
+
   it('refuses credentials in the URL without echoing them', async (t) => {
     const root = await tempDir(t)
     const sink = withSink(t, createGitSink(gitSinkOptions(root, { url: `https://bot:${TOKEN}@git.example.com/x.git` })))

@@ -221,6 +221,15 @@ describe('kafka sink (real Apache Kafka broker, KRaft)', () => {
     assert.doesNotMatch(err.message, new RegExp(kafka.password))
     // The healthcheck (the sink's Reachable condition) says the same.
     await assert.rejects(bad.healthcheck(), (e: unknown) => e instanceof SinkError && /authentication failed/i.test(e.message) && !e.message.includes(wrongPassword))
+    // At once, not after the client's retries: well within the exporter's 4 s check, which would
+    // otherwise report a timeout instead of the refused credentials. A fresh sink: nothing cached.
+    const fresh = sink(topic, {
+      spec: spec(topic, { brokers: kafka.saslBootstrap, saslMechanism: 'SCRAM-SHA-256' }), credentials: { username: kafka.user, password: wrongPassword }, id: 'platform/wrong-scram',
+    })
+    const started = performance.now()
+    await assert.rejects(fresh.healthcheck(), (e: unknown) => e instanceof SinkError && e.retriable === false && /SASL authentication failed/i.test(e.message))
+    const tookMs = performance.now() - started
+    assert.ok(tookMs < 2000, `the probe answered in ${Math.round(tookMs)} ms`)
   })
 
   test('TLS with the CA from the secret; without it the broker\'s certificate is refused', async () => {
