@@ -74,6 +74,8 @@ before(async () => {
   pod = await startPod(TOKEN, {
     KOLLECT_SECRET_TEAM_A__PG_CREDS__DSN: pg.dsn,
     KOLLECT_SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
+    // Every request line too (they are at debug since issue 27): the logs below must hold no credential at any level.
+    KOLLECT_LOG_LEVEL: 'debug',
   })
 })
 
