@@ -43,7 +43,9 @@ describe('nats sink (real nats-server with JetStream)', () => {
   before(async () => {
     nats = await startNats()
     nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 })
-    js = jetstream(nc)
+    // The test's own reads (KV key listings that create a consumer) wait longer than the client's
+    // 5 s default: on two loaded cores the server can take that long, and it is not under test here.
+    js = jetstream(nc, { timeout: 30_000 })
     jsm = await jetstreamManager(nc)
   })
 
