@@ -21,4 +21,10 @@ export interface SinkDescriptor {
    * the sink's own configuration check then fails with the reason.
    */
   endpoints(spec: KollectSinkSpec, credentials: Credentials): Endpoint[]
+  /**
+   * Whether the sink keeps its record in the exporter pod's own data directory (a file sink, a
+   * git sink without a url) rather than on a server. Such a record cannot follow a takeover by a
+   * standby exporter. Absent: it does not.
+   */
+  inPod?(spec: KollectSinkSpec): boolean
 }

@@ -18,7 +18,19 @@ export interface SinkFactoryDeps {
   credentials(sink: ResolvedSink): Promise<Credentials>
   /** SSRF guard, after DNS; returns why an endpoint is refused. */
   checkEndpoint(url: string): Promise<string | null>
+  /**
+   * Set when this exporter has standbys (leader election): sinks that keep their record in the
+   * pod (SinkDescriptor.inPod) and the embedded default are refused, since after a takeover the
+   * record would go on in another pod's directory and this pod's part would vanish with it.
+   */
+  standbys?: boolean
 }
+
+/** Why a sink that keeps its record in the pod is refused beside standby exporters. */
+export const IN_POD_WITH_STANDBYS =
+  'keeps its record in this exporter pod\'s data directory, and this exporter runs with standbys (leader election): ' +
+  'after a takeover the history would split between two pods\' directories and vanish with them. ' +
+  'Give a git sink a url (or use PostgreSQL, NATS, S3 or Kafka), or run one exporter (exporter.replicas=1)'
 
 /** Every sink type: a new sink is its folder (CONTRIBUTING.md, "Adding a sink") and its descriptor here. */
 const SINKS: readonly SinkDescriptor[] = [fileSink, gitSink, postgresSink, natsSink, s3Sink, kafkaSink]
@@ -37,10 +49,14 @@ export function defaultRepositoryDir(dataDir: string): string {
 
 export function createSinkFactory(deps: SinkFactoryDeps): (resolved: ResolvedSink | null) => Promise<Sink> {
   return async (resolved) => {
-    if (!resolved) return gitSink.create(defaultSinkOptions(deps.dataDir))
+    if (!resolved) {
+      if (deps.standbys) throw new SinkError(`the embedded default sink ${IN_POD_WITH_STANDBYS}`, { retriable: false })
+      return gitSink.create(defaultSinkOptions(deps.dataDir))
+    }
     const id = `${resolved.namespace}/${resolved.name}`
     const descriptor = BY_TYPE.get(resolved.spec.type)
     if (!descriptor) throw new SinkError(`sink ${id}: unknown type ${JSON.stringify(resolved.spec.type)}`, { retriable: false })
+    if (deps.standbys && descriptor.inPod?.(resolved.spec)) throw new SinkError(`sink ${id} ${IN_POD_WITH_STANDBYS}`, { retriable: false })
     const credentials = resolved.spec.secretRef ? await deps.credentials(resolved) : {}
     for (const { url, what } of descriptor.endpoints(resolved.spec, credentials)) {
       const refused = await deps.checkEndpoint(url)

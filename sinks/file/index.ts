@@ -11,7 +11,7 @@ import { encodeFileWrite } from './encode.js'
 import { FileService } from './service.js'
 
 // Local files only: nothing for the SSRF guard.
-export const fileSink: SinkDescriptor = { type: 'file', create: createFileSink, endpoints: () => [] }
+export const fileSink: SinkDescriptor = { type: 'file', create: createFileSink, endpoints: () => [], inPod: () => true }
 
 /** One canonical document per inventory under the data directory, replaced atomically. */
 export function createFileSink(opts: SinkOptions): Sink {

@@ -33,7 +33,7 @@ interface Staged {
   rendered?: string
 }
 
-export const gitSink: SinkDescriptor = { type: 'git', create: createGitSink, endpoints: gitEndpoints }
+export const gitSink: SinkDescriptor = { type: 'git', create: createGitSink, endpoints: gitEndpoints, inPod: (spec) => !spec.git?.url?.trim() }
 
 /**
  * The git sink: one commit per export that changes something. Without a URL it keeps a local

@@ -144,17 +144,17 @@ describe('kollect validate', () => {
   })
 
   test('the examples are valid (0), and a non-Kollect document is skipped with a note', async () => {
-    const files = readdirSync(path.join(ROOT, 'examples', 'crs')).filter((f) => f.endsWith('.yaml')).sort().map((f) => `examples/crs/${f}`)
+    const files = ['crs', 'sinks'].flatMap((d) => readdirSync(path.join(ROOT, 'examples', d)).filter((f) => f.endsWith('.yaml')).sort().map((f) => `examples/${d}/${f}`))
     const r = await kollect(['validate', ...files])
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.stderr, '')
     const out = lines(r.stdout)
     assert.ok(out.includes('examples/crs/profile-deployments.yaml: document 1 (KollectProfile team-a/deployments-basic): valid'), r.stdout)
     assert.ok(out.includes('examples/crs/target-deployments.yaml: document 1 (KollectTarget team-a/prod-deploys): valid'), r.stdout)
-    assert.ok(out.includes('examples/crs/sink-postgres.yaml: document 1 (KollectSink team-a/shared-pg): valid'), r.stdout)
+    assert.ok(out.includes('examples/sinks/sink-postgres.yaml: document 1 (KollectSink team-a/shared-pg): valid'), r.stdout)
     assert.ok(out.includes('examples/crs/kustomization.yaml: document 1 (Kustomization): skipped, not a Kollect resource'), r.stdout)
-    // Every example is one Kollect resource, except the kustomization.
-    assert.equal(out.at(-1), `${files.length - 1} valid, 0 invalid, 1 skipped`)
+    // Every example is one Kollect resource, except the two kustomizations.
+    assert.equal(out.at(-1), `${files.length - 2} valid, 0 invalid, 2 skipped`)
   })
 
   test('a directory stands for its YAML files', async () => {

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseAllDocuments } from 'yaml'
@@ -54,10 +54,25 @@ test('kubectl apply -k examples/quickstart creates every namespace its resources
   const used = new Set(resources.map((r) => r.metadata?.namespace).filter((n) => n !== undefined))
   assert.ok(used.has('team-a') && resources.some((r) => r.kind === 'KollectInventory'), 'it applies the examples in team-a')
   for (const ns of used) assert.ok(created.has(ns), `namespace ${ns} is used but not created`)
-  // And every example CR is in it: the quick start is examples/crs plus its namespace.
-  assert.equal(resources.length, kustomize(path.join(ROOT, 'examples', 'crs')).length + created.size)
+  // And every example CR is in it: the quick start is examples/crs plus its namespace and workloads.
+  const workloads = resources.filter((r) => r.kind === 'Deployment')
+  assert.equal(resources.length, kustomize(path.join(ROOT, 'examples', 'crs')).length + created.size + workloads.length)
+  // Only sinks that need no server and no Secret: the first `kubectl get kollect` shows them Ready.
+  assert.deepEqual(resources.filter((r) => r.kind === 'KollectSink').map((r) => r.metadata?.name), ['git-demo'])
   const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
   assert.match(readme, /^kubectl apply -k examples\/quickstart$/m)
+})
+
+test('the quick start\'s first inventory exports its sample workloads: kollect preview selects web and checkout', () => {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'main.js'), 'preview', '--output', 'json',
+    '--profile', 'examples/crs/profile-deployments.yaml', '--target', 'examples/crs/target-deployments.yaml',
+    '--objects', 'examples/quickstart/workloads.yaml'], { cwd: ROOT, encoding: 'utf8' })
+  assert.equal(r.status, 0, r.stderr)
+  const items = JSON.parse(r.stdout) as { name: string; attributes: Record<string, unknown> }[]
+  assert.deepEqual(items.map((i) => i.name).sort(), ['checkout', 'web'])
+  assert.deepEqual(items.find((i) => i.name === 'web')?.attributes['images'], ['registry.k8s.io/pause:3.10'])
+  // tmp-canary is left out by the matchPolicy, worker by the label selector, and the summary says so.
+  assert.match(r.stderr, /^not selected: 2 \(labels do not match labelSelector: 1, matchPolicy is false: 1\)$/m)
 })
 
 /** A fake tool: an executable that does nothing. */
@@ -125,6 +140,55 @@ test('install-deps.sh installs nothing an environment variable already points at
       assert.match(r.stderr, new RegExp(`install-deps: ${name}=${value.replaceAll('/', '\\/')}: `), name)
       assert.equal(r.would, undefined, 'nothing is installed after a bad variable')
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('npm ci has no install script left unreviewed: allowScripts names each package that has one', () => {
+  const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> }
+  const withScripts = Object.entries(lock.packages).filter(([, p]) => p.hasInstallScript).map(([at]) => at.replace(/^.*node_modules\//, '')).sort()
+  assert.ok(withScripts.includes('node'), 'the pinned Node 24 comes from an install script')
+  const { allowScripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { allowScripts: Record<string, boolean> }
+  // npm warns "install scripts not yet covered by allowScripts" for any other: approve or deny it.
+  assert.deepEqual(Object.keys(allowScripts).sort(), withScripts)
+  assert.equal(allowScripts['node'], true)
+})
+
+test('npm start builds only when a source changed, and says which it does', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'kollect-build-'))
+  try {
+    mkdirSync(path.join(dir, 'src'))
+    writeFileSync(path.join(dir, 'src', 'a.ts'), 'export const a = 1\n')
+    writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ include: ['src'] }))
+    // A stand-in for tsc that counts its runs and writes the build info, as tsc --incremental does.
+    const build = "const fs = require('fs'); fs.mkdirSync('dist', { recursive: true }); fs.writeFileSync('dist/.tsbuildinfo', '{}'); fs.appendFileSync('builds', 'x')"
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'b', scripts: { build: `node -e "${build}"` } }))
+    const run = () => spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-changed.mjs')], { cwd: dir, encoding: 'utf8' })
+    const builds = () => readFileSync(path.join(dir, 'builds'), 'utf8').length
+
+    let r = run()
+    assert.equal(r.status, 0, r.stderr)
+    assert.match(r.stderr, /compiling the TypeScript sources into dist\/ \(a first build takes about a minute/)
+    assert.match(r.stderr, /built in \d+\.\d s/)
+    assert.equal(builds(), 1)
+
+    r = run()
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stderr, 'kollect: dist/ is up to date with the sources; not building\n')
+    assert.equal(builds(), 1, 'nothing changed: no build')
+
+    const later = new Date(Date.now() + 5_000)
+    utimesSync(path.join(dir, 'src', 'a.ts'), later, later)
+    r = run()
+    assert.match(r.stderr, /^kollect: 1 source file changed since the last build; compiling into dist\/$/m)
+    assert.equal(builds(), 2)
+
+    // A failing build stops the start with tsc's exit status.
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'b', scripts: { build: 'exit 3' } }))
+    r = run()
+    assert.equal(r.status, 3)
+    assert.match(r.stderr, /the build failed \(exit 3\)/)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -31,7 +31,7 @@ import {
   type Service,
 } from './k8s.js'
 
-const YAML_DIRS = ['manifests', 'compositecontrollers', 'charts/kollect/crds', 'examples/crs']
+const YAML_DIRS = ['manifests', 'compositecontrollers', 'charts/kollect/crds', 'examples/crs', 'examples/sinks', 'examples/quickstart']
 const NAMESPACE = 'kollect-system'
 
 /** The objects `kubectl apply -k manifests` would create, read through the kustomizations. */
@@ -46,7 +46,7 @@ function kustomizeObjects(dir: string): K8sObject[] {
 
 const base = kustomizeObjects('manifests')
 
-test('every YAML file under manifests/, compositecontrollers/, charts/kollect/crds/ and examples/crs/ parses', () => {
+test('every YAML file under manifests/, compositecontrollers/, charts/kollect/crds/ and examples/ parses', () => {
   let files = 0
   for (const dir of YAML_DIRS) {
     for (const file of yamlFilesUnder(dir)) {

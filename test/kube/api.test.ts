@@ -17,7 +17,7 @@ import { startControlPlane, type ControlPlane } from '../support/kube-apiserver.
 import { ROOT } from '../support/metacontroller.js'
 
 const CRD_DIR = path.join(ROOT, 'manifests', 'crds')
-const EXAMPLES = path.join(ROOT, 'examples', 'crs')
+const EXAMPLES = path.join(ROOT, 'examples')
 const KOLLECT = '/apis/kollect.dev/v1alpha1'
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io'
 
@@ -49,7 +49,13 @@ interface Status {
 
 const crdFiles = readdirSync(CRD_DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort()
 const crds: Crd[] = crdFiles.map((f) => parseYaml(readFileSync(path.join(CRD_DIR, f), 'utf8')) as Crd)
-const exampleFiles = (parseYaml(readFileSync(path.join(EXAMPLES, 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources
+/** The files `kubectl apply -k DIR` applies, in order, as paths under examples/ (directory entries followed). */
+function kustomized(dir: string): string[] {
+  const { resources } = parseYaml(readFileSync(path.join(EXAMPLES, dir, 'kustomization.yaml'), 'utf8')) as { resources: string[] }
+  return resources.flatMap((r) => (r.endsWith('.yaml') ? [path.join(dir, r)] : kustomized(path.join(dir, r))))
+}
+// The README's quick start (namespace, sample Deployments, examples/crs), then the sample sinks.
+const exampleFiles = [...kustomized('quickstart'), ...kustomized('sinks')]
 
 let cp: ControlPlane
 let dir: string
@@ -121,11 +127,14 @@ describe('the CRDs', () => {
     assert.deepEqual(served.resources.map((r) => r.name).filter((n) => !n.includes('/')).sort(), crds.map((c) => c.spec.names.plural).sort())
   })
 
-  test('every example CR is admitted as written', async () => {
-    assert.ok(exampleFiles.length >= 5)
-    for (const [file, objs] of Object.entries(await applyExamples())) {
+  test('the quick start and every example CR are admitted as written', async () => {
+    assert.ok(exampleFiles.includes('quickstart/workloads.yaml') && exampleFiles.includes('crs/inventory.yaml') && exampleFiles.includes('sinks/sink-s3.yaml'), exampleFiles.join(' '))
+    const applied = await applyExamples()
+    for (const [file, objs] of Object.entries(applied)) {
       assert.ok(objs.length > 0 && objs.every((o) => o.metadata?.uid), `${file} created`)
     }
+    assert.deepEqual(applied['quickstart/workloads.yaml']?.map((o) => `${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}`),
+      ['Deployment team-a/web', 'Deployment team-a/checkout', 'Deployment team-a/tmp-canary', 'Deployment team-a/worker'])
   })
 
   test('the printer columns come back through the table API, status columns included', async () => {

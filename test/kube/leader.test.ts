@@ -206,3 +206,17 @@ test('a holder stopped inside its debounce and resumed after a takeover writes n
     assert.deepEqual(history.slice(history.indexOf(c33 as string)), [c33, c34], `${store}: the new holder's two exports, and nothing after them`)
   }
 })
+
+test('an exporter with standbys answers a sink check for a sink kept in its pod with the refusal, and one with a url as reachable', { timeout: 120_000 }, async () => {
+  const e = await startExporter('in-pod-a', 'in-pod-test')
+  await pollUntil('the exporter holds the lease', () => isReady(e), { timeoutMs: 20_000, proc: e.proc })
+  const c = httpExporterClient(base(e), NONE)
+  const local = await c.checkSink({ namespace: 'team-a', name: 'local-git', spec: { type: 'git', cluster: 'lab-west', git: {} } })
+  assert.equal(local.reachable, false)
+  assert.match(local.message ?? '', /^sink team-a\/local-git keeps its record in this exporter pod's data directory, and this exporter runs with standbys/)
+  const file = await c.checkSink({ namespace: 'team-a', name: 'files', spec: { type: 'file', cluster: 'lab-west' } })
+  assert.equal(file.reachable, false)
+  assert.match(file.message ?? '', /or run one exporter \(exporter\.replicas=1\)$/)
+  const onRemote = await c.checkSink({ namespace: 'team-a', name: 'record', spec: { type: 'git', cluster: 'lab-west', git: { url: remote, branch: 'main' } } })
+  assert.equal(onRemote.reachable, true, onRemote.message)
+})

@@ -142,8 +142,9 @@ export function deployment(i: number, opts: { namespace?: string; tier?: string;
   }
 }
 
-export function loadExampleCr(file: string): KubeObject {
-  const obj = parse(readFileSync(path.join(ROOT, 'examples', 'crs', file), 'utf8')) as KubeObject
+/** An example CR as Metacontroller would send it: examples/crs/FILE, or examples/sinks/FILE. */
+export function loadExampleCr(file: string, dir: 'crs' | 'sinks' = 'crs'): KubeObject {
+  const obj = parse(readFileSync(path.join(ROOT, 'examples', dir, file), 'utf8')) as KubeObject
   obj.metadata = { ...obj.metadata, uid: `uid-${obj.metadata?.name}`, generation: 1, resourceVersion: '1', creationTimestamp: '2026-11-01T10:00:00Z' }
   return obj
 }

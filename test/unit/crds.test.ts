@@ -224,7 +224,7 @@ test('findCrdDir honours KOLLECT_CRD_DIR and otherwise searches upward from the 
 })
 
 test('the kustomizations list every manifest of their directory', () => {
-  for (const dir of ['manifests/crds', 'compositecontrollers', 'examples/crs']) {
+  for (const dir of ['manifests/crds', 'compositecontrollers', 'examples/crs', 'examples/sinks']) {
     const kustomization = readYaml(dir, 'kustomization.yaml')
     assert.deepEqual([...(kustomization.resources as string[])].sort(), yamlFiles(dir), dir)
   }
@@ -234,8 +234,8 @@ test('the kustomizations list every manifest of their directory', () => {
 
 test('every example CR validates, with no unknown fields', () => {
   const seen = new Set<string>()
-  for (const file of yamlFiles('examples/crs')) {
-    const cr = readYaml('examples/crs', file)
+  for (const [dir, file] of ['examples/crs', 'examples/sinks'].flatMap((d) => yamlFiles(d).map((f) => [d, f] as const))) {
+    const cr = readYaml(dir, file)
     const kind = cr.kind as KollectKind
     assert.ok(kinds.includes(kind), `${file}: ${String(cr.kind)}`)
     assert.equal(cr.apiVersion, 'kollect.dev/v1alpha1', file)

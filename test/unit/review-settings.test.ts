@@ -41,7 +41,7 @@ describe('resolveReviewSettings', () => {
   })
 
   test('the example in examples/crs is accepted by the exporter, with the defaults the docs give', () => {
-    const spec = loadExampleCr('sink-git-review.yaml').spec as KollectSinkSpec
+    const spec = loadExampleCr('sink-git-review.yaml', 'sinks').spec as KollectSinkSpec
     const settings = resolveGitSettings(spec, TOKEN, SINK)
     assert.equal(settings.branch, 'main', 'the sink reads and bases its proposals on the target branch')
     assert.deepEqual({ ...settings.review, token: '' }, {

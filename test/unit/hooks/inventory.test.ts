@@ -11,7 +11,7 @@ import { asSyncRequest, cond, scopeCr, wire } from './fixtures.js'
 const INVENTORY = { namespace: 'team-a', name: 'prod-inventory' }
 const GIT_SINK = loadExampleCr('sink-git.yaml')
 const GIT_SPEC = GIT_SINK['spec'] as KollectSinkSpec
-const SHARED_PG: KubeObject = { ...loadExampleCr('sink-postgres.yaml'), metadata: { name: 'shared-pg', namespace: 'platform', uid: 'uid-shared-pg', generation: 1 } }
+const SHARED_PG: KubeObject = { ...loadExampleCr('sink-postgres.yaml', 'sinks'), metadata: { name: 'shared-pg', namespace: 'platform', uid: 'uid-shared-pg', generation: 1 } }
 const PG_SPEC = SHARED_PG['spec'] as KollectSinkSpec
 const PROD_DEPLOYS = loadExampleCr('target-deployments.yaml')
 

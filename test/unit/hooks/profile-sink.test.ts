@@ -90,10 +90,10 @@ const INVALID = (message: string) => sinkStatus(cond('Ready', 'False', 'InvalidC
 describe('syncSink', () => {
   const cases: { reason: string; parent: KubeObject; want: SyncResponse<SinkStatus> }[] = [
     { reason: 'the example git sink (local repository, templated path) is valid', parent: loadExampleCr('sink-git.yaml'), want: VALID(1) },
-    { reason: 'the example git sink in review mode (a Gitea remote, the token in its secretRef) is valid', parent: loadExampleCr('sink-git-review.yaml'), want: VALID(1) },
-    { reason: 'the example nats sink is valid when the policy allows its url', parent: loadExampleCr('sink-nats.yaml'), want: VALID(1) },
-    { reason: 'the example postgres sink with its secretRef is valid', parent: loadExampleCr('sink-postgres.yaml'), want: VALID(1) },
-    { reason: 'the example s3 sink with its secretRef is valid when the policy allows its endpoint', parent: loadExampleCr('sink-s3.yaml'), want: VALID(1) },
+    { reason: 'the example git sink in review mode (a Gitea remote, the token in its secretRef) is valid', parent: loadExampleCr('sink-git-review.yaml', 'sinks'), want: VALID(1) },
+    { reason: 'the example nats sink is valid when the policy allows its url', parent: loadExampleCr('sink-nats.yaml', 'sinks'), want: VALID(1) },
+    { reason: 'the example postgres sink with its secretRef is valid', parent: loadExampleCr('sink-postgres.yaml', 'sinks'), want: VALID(1) },
+    { reason: 'the example s3 sink with its secretRef is valid when the policy allows its endpoint', parent: loadExampleCr('sink-s3.yaml', 'sinks'), want: VALID(1) },
     {
       reason: 'a file sink with a relative templated path is valid',
       parent: sinkCr({ type: 'file', cluster: 'lab-west', file: { path: 'snapshots/{cluster}/{namespace}-{name}.yaml', format: 'yaml' } }),
@@ -164,7 +164,7 @@ describe('syncSink', () => {
       parent: sinkCr({ type: 's3', secretRef: { name: 's3-keys' }, s3: { bucket: 'inventory', prefix: '../{bogus}' } }),
       want: INVALID('spec.s3.prefix: unknown placeholder {bogus}; spec.s3.prefix: must be relative and must not contain ".."'),
     },
-    { reason: 'the example kafka sink is valid when the policy allows its brokers', parent: loadExampleCr('sink-kafka.yaml'), want: VALID(1) },
+    { reason: 'the example kafka sink is valid when the policy allows its brokers', parent: loadExampleCr('sink-kafka.yaml', 'sinks'), want: VALID(1) },
     {
       reason: 'every kafka broker passes the SSRF guard',
       parent: sinkCr({ type: 'kafka', kafka: { brokers: 'kafka.example.com:9092, 169.254.169.254:9092' } }),
@@ -204,14 +204,14 @@ describe('syncSink', () => {
 
   test('the policy sees exactly the configured url, once', () => {
     const seen: string[] = []
-    syncSink(asSyncRequest(syncRequest(controllerFor('kollect-sinks'), loadExampleCr('sink-nats.yaml'), {})), { checkEndpoint: (url) => (seen.push(url), null) })
+    syncSink(asSyncRequest(syncRequest(controllerFor('kollect-sinks'), loadExampleCr('sink-nats.yaml', 'sinks'), {})), { checkEndpoint: (url) => (seen.push(url), null) })
     syncSink(asSyncRequest(syncRequest(controllerFor('kollect-sinks'), loadExampleCr('sink-git.yaml'), {})), { checkEndpoint: (url) => (seen.push(url), null) })
     assert.deepStrictEqual(seen, ['nats://nats.nats.svc:4222'])
   })
 })
 
 describe('syncSink with a reachability check', () => {
-  const sink = () => asSyncRequest(syncRequest(controllerFor('kollect-sinks'), loadExampleCr('sink-nats.yaml'), {}))
+  const sink = () => asSyncRequest(syncRequest(controllerFor('kollect-sinks'), loadExampleCr('sink-nats.yaml', 'sinks'), {}))
   const cases: { reason: string; check: { reachable: boolean; message: string }; want: Condition[] }[] = [
     {
       reason: 'a sink that answered its healthcheck is Ready and Reachable',
