@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { refKey } from '../api/canonical.js'
 import { formatDuration } from '../api/duration.js'
 import type { ObjectRef, ResolvedSink, Snapshot } from '../api/types.js'
@@ -151,6 +152,33 @@ export class SinkDriver {
       }
     } finally {
       this.abort = new AbortController()
+    }
+  }
+
+  /**
+   * finalize, retried with the driver's backoff until it succeeds; after a permanent error the
+   * next round waits the maximum backoff. For an owner that nobody retries for: the hub hears of a
+   * spoke's removal once, while the exporter's finalize hook is retried by Metacontroller.
+   * Rejects only when the signal aborts.
+   */
+  async finalizeUntilDone(cluster: string, signal: AbortSignal): Promise<void> {
+    const { backoff, log } = this.ctx
+    const fields = { sink: refKey(this.options.ref), inventory: refKey(this.options.inventory) }
+    for (;;) {
+      try {
+        await retryUntilDone(() => this.finalize(cluster), {
+          policy: backoff, signal,
+          // A permanent error is not retried here: the catch below logs it.
+          onFailedAttempt: (err, attempt) => {
+            if (!isPermanent(err)) log(attempt === 1 ? 'warn' : 'info', 'sink removal failed; retrying', { ...fields, attempt, error: err.message })
+          },
+        })
+        return
+      } catch (err) {
+        if (signal.aborted) throw err
+        log('error', 'sink removal failed with a permanent error; trying again after the maximum backoff', { ...fields, error: (err as Error).message })
+        await sleep(backoff.maxMs, undefined, { signal })
+      }
     }
   }
 

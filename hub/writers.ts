@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { DEFAULT_BACKOFF, realClock, retryUntilDone, SinkDriver, type DriverContext, type Log } from '../exporter/index.js'
+import { DEFAULT_BACKOFF, realClock, SinkDriver, type DriverContext, type Log } from '../exporter/index.js'
 import type { KollectSinkSpec, ObjectRef, Snapshot } from '../api/types.js'
 import { NO_FENCE } from '../sinks/fence.js'
 import { createSinkFactory } from '../sinks/registry.js'
@@ -30,7 +30,7 @@ export class HubWriters {
   private readonly ctx: DriverContext
   private readonly abort = new AbortController()
 
-  constructor(private readonly config: HubConfig, metrics: HubMetrics, private readonly log: Log, backoff = DEFAULT_BACKOFF) {
+  constructor(private readonly config: HubConfig, metrics: HubMetrics, log: Log, backoff = DEFAULT_BACKOFF) {
     this.ctx = {
       clock: realClock,
       backoff,
@@ -70,24 +70,10 @@ export class HubWriters {
    * until it succeeds (a permanent error waits the longest backoff); then its drivers go.
    */
   async remove(key: string, inventory: ObjectRef, cluster: string): Promise<void> {
-    const policy = this.ctx.backoff
     for (const d of this.driversOf(key, inventory).drivers) {
       d.stop()
       await d.settled
-      for (;;) {
-        try {
-          await retryUntilDone(() => d.finalize(cluster), {
-            policy, signal: this.abort.signal,
-            onFailedAttempt: (err, attempt) =>
-              this.log('warn', 'hub sink removal failed; retrying', { sink: d.ref.name, inventory: key, attempt, error: err.message }),
-          })
-          break
-        } catch (err) {
-          if (this.abort.signal.aborted) throw err
-          this.log('error', 'hub sink removal failed permanently; trying again later', { sink: d.ref.name, inventory: key, error: (err as Error).message })
-          await new Promise((r) => setTimeout(r, policy.maxMs))
-        }
-      }
+      await d.finalizeUntilDone(cluster, this.abort.signal)
     }
     this.byInventory.delete(key)
   }

@@ -1,6 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { CLUSTER, composition, eventually, expected, harness, INV, itemsOf, LIMIT, report, resolvedSink, T1 } from './harness.js'
+import { realClock, SinkDriver, type DriverContext } from '../../../exporter/index.js'
+import { NO_FENCE } from '../../../sinks/fence.js'
+import { SinkError } from '../../../sinks/sink.js'
+import { CLUSTER, composition, eventually, expected, FAST_BACKOFF, harness, INV, itemsOf, LIMIT, RecordingSink, report, resolvedSink, T1 } from './harness.js'
 
 test('finalize: a Retain sink keeps its data (remove not called); finalized, then the inventory is forgotten', LIMIT, async (t) => {
   const { clock, factory, exporter } = harness(t)
@@ -105,4 +108,50 @@ test('finalize: an inventory the exporter has not seen (after a restart) still g
   assert.deepEqual(factory.sink('team-a/drop').removes, [{ inventory: INV, cluster: CLUSTER }])
   assert.equal(factory.sink('team-a/drop').attempts.length, 0)
   assert.equal(exporter.inventoryState(INV), null)
+})
+
+test('finalizeUntilDone: a driver retries its removal through transient errors and a permanent one, logging each, until the sink removed it', LIMIT, async () => {
+  const sink = new RecordingSink('team-a/drop', resolvedSink('drop', { deletionPolicy: 'Delete' }), realClock)
+  const logs: { level: string; msg: string; fields?: Record<string, unknown> }[] = []
+  const ctx: DriverContext = {
+    clock: realClock, backoff: FAST_BACKOFF, log: (level, msg, fields) => logs.push({ level, msg, ...(fields ? { fields } : {}) }),
+    observer: undefined, mayWrite: () => true, fence: NO_FENCE,
+  }
+  let permanent = true
+  const driver = new SinkDriver(ctx, {
+    ref: { namespace: 'team-a', name: 'drop' }, inventory: INV, resolved: sink.resolved, desired: () => null, driftChecks: false,
+    // Building the sink fails once for good (a permanent error waits the maximum backoff), then works.
+    open: async () => {
+      if (permanent) {
+        permanent = false
+        throw new SinkError('sink drop: bad credentials (test)', { retriable: false })
+      }
+      return sink
+    },
+  })
+  sink.failNextRemoves(2)
+  await driver.finalizeUntilDone(CLUSTER, new AbortController().signal)
+  assert.deepEqual(sink.removes.map((r) => r.cluster), [CLUSTER, CLUSTER, CLUSTER], 'two failed removes, then the one that worked')
+  assert.deepEqual(logs.map((l) => `${l.level} ${l.msg}`), [
+    'error sink removal failed with a permanent error; trying again after the maximum backoff',
+    'warn sink removal failed; retrying',
+    'info sink removal failed; retrying',
+  ])
+  assert.deepEqual(logs[0]?.fields, { sink: 'team-a/drop', inventory: 'team-a/prod', error: 'sink drop: bad credentials (test)' })
+  assert.equal(driver.failure, null, 'the last removal worked: status shows no failure')
+})
+
+test('finalizeUntilDone: an aborted owner (the hub stopping) stops the retries with a rejection', LIMIT, async () => {
+  const sink = new RecordingSink('team-a/drop', resolvedSink('drop', { deletionPolicy: 'Delete' }), realClock)
+  const ctx: DriverContext = { clock: realClock, backoff: { minMs: 50, maxMs: 50, factor: 1 }, log: () => undefined, observer: undefined, mayWrite: () => true, fence: NO_FENCE }
+  const driver = new SinkDriver(ctx, { ref: { namespace: 'team-a', name: 'drop' }, inventory: INV, resolved: sink.resolved, desired: () => null, driftChecks: false, open: async () => sink })
+  sink.failNextRemoves(Number.POSITIVE_INFINITY)
+  const stop = new AbortController()
+  const removal = driver.finalizeUntilDone(CLUSTER, stop.signal)
+  setTimeout(() => stop.abort(), 120)
+  await assert.rejects(removal)
+  const tries = sink.removes.length
+  assert.ok(tries >= 2, `it retried before the abort (${tries})`)
+  await new Promise((r) => setTimeout(r, 150))
+  assert.equal(sink.removes.length, tries, 'no attempt after the abort')
 })
