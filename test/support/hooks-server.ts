@@ -7,11 +7,12 @@ import { loadConfig, type Config } from '../../server/process/config.js'
 import { createPluralResolver } from '../../server/cluster/discovery.js'
 import { createExporter } from '../../server/exporter-wiring.js'
 import { buildHooksApp } from '../../server/http/hooks-app.js'
-import { createLogger } from '../../server/process/logger.js'
+import { httpExporterClient } from '../../server/exporter-api/client.js'
+import { createLogger, type Logger } from '../../server/process/logger.js'
 import { createMetrics, type Metrics } from '../../server/process/metrics.js'
 import { enableLinearRegExps } from '../../server/process/regexp-engine.js'
 import type { Exporter } from '../../exporter/index.js'
-import type { InventoryStatus, ProfileStatus, SinkStatus, TargetStatus } from '../../api/types.js'
+import type { ExporterClient, InventoryStatus, ProfileStatus, SinkStatus, TargetStatus } from '../../api/types.js'
 
 export interface HooksServer {
   url: string
@@ -29,6 +30,29 @@ export interface HooksServer {
  * beforeListen may add routes, as a later change to the app would.
  */
 export async function startHooksServer(env: Record<string, string> = {}, opts: { beforeListen?: (app: FastifyInstance) => void } = {}): Promise<HooksServer> {
+  let exporter: Exporter | undefined
+  const server = await listenHooks(env, (config, logger, metrics) => (exporter = createExporter(config, logger, metrics, env)), opts)
+  const held = exporter as Exporter
+  return {
+    ...server,
+    exporter: held,
+    // The app stops taking hooks before its exporter closes, and the data directory goes last.
+    close: async () => {
+      await server.app.close()
+      await held.close()
+      rmSync(server.dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** The same with the exporter in a process of its own, as in the pod (the hooks container and the exporter sidecar). */
+export async function startHooksServerWith(exporterUrl: string, env: Record<string, string> = {}): Promise<Omit<HooksServer, 'exporter'>> {
+  return listenHooks(env, (config) => httpExporterClient(exporterUrl, config.hookAuth))
+}
+
+type ExporterFor = (config: Config, logger: Logger, metrics: Metrics) => ExporterClient
+
+async function listenHooks(env: Record<string, string>, exporterFor: ExporterFor, opts: { beforeListen?: (app: FastifyInstance) => void } = {}): Promise<Omit<HooksServer, 'exporter'>> {
   // This test process is the server's entry point, so it does what main-dev does.
   enableLinearRegExps()
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kollect-hooks-'))
@@ -36,7 +60,7 @@ export async function startHooksServer(env: Record<string, string> = {}, opts: {
   const config = loadConfig({ KOLLECT_DATA_DIR: dataDir, PORT: '0', KOLLECT_LOG_LEVEL: 'silent', KOLLECT_ALLOW_PRIVATE_SINKS: 'true', ...auth, ...env }, { host: '127.0.0.1' })
   const logger = createLogger(config.logLevel, 'kollect-test')
   const metrics = createMetrics()
-  const exporter = createExporter(config, logger, metrics, env)
+  const exporter = exporterFor(config, logger, metrics)
   const app = await buildHooksApp({ config, logger, metrics, exporter, resolvePlural: createPluralResolver(null) })
   opts.beforeListen?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -45,13 +69,11 @@ export async function startHooksServer(env: Record<string, string> = {}, opts: {
   return {
     url: `http://127.0.0.1:${port}`,
     config,
-    exporter,
     metrics,
     app,
     dataDir,
     close: async () => {
       await app.close()
-      await exporter.close()
       rmSync(dataDir, { recursive: true, force: true })
     },
   }

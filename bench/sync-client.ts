@@ -1,0 +1,90 @@
+// The benchmarks' Metacontroller: a process of its own that sends a hook request and times it
+// from the first byte sent to the last byte of the answer. In the benchmark's own process the
+// client and the server shared one event loop: sending a 25 MiB body took the server's time,
+// and building the next body blocked the server past its keep-alive, which reset the socket
+// (the ECONNRESET of the 50k round, issue 28). The body travels through a file, read before the
+// clock starts.
+import { fork, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+interface Ask { id: number; url: string; file: string }
+interface Answer { id: number; ms: number; status: number; text: string; error?: string }
+
+/** Sends the body as Metacontroller's Go client does (Content-Length, gzip accepted, one connection a request). */
+function send(url: string, body: Buffer): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Content-Length': String(body.length), 'User-Agent': 'Go-http-client/1.1', Connection: 'close' },
+    }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+export interface SyncClient {
+  /** The answer and the client's wall time for it. */
+  post(url: string, body: Buffer): Promise<Answer>
+  close(): void
+}
+
+export function startSyncClient(): SyncClient {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'kollect-sync-client-'))
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const waiting = new Map<number, { answered(a: Answer): void; failed(err: Error): void }>()
+  child.on('message', (a: Answer) => waiting.get(a.id)?.answered(a))
+  child.on('exit', (code) => {
+    for (const w of waiting.values()) w.failed(new Error(`the sync client exited (${code})`))
+  })
+  let next = 0
+  return {
+    post: (url, body) => {
+      const id = ++next
+      const file = path.join(dir, `${id}.json`)
+      writeFileSync(file, body)
+      return new Promise<Answer>((resolve, reject) => {
+        const done = () => {
+          waiting.delete(id)
+          rmSync(file, { force: true })
+        }
+        waiting.set(id, {
+          answered: (a) => {
+            done()
+            if (a.error) reject(new Error(a.error))
+            else resolve(a)
+          },
+          failed: (err) => {
+            done()
+            reject(err)
+          },
+        })
+        child.send({ id, url, file } satisfies Ask)
+      })
+    },
+    close: () => {
+      child.kill()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
+  process.on('message', (ask: Ask) => {
+    const body = readFileSync(ask.file)
+    const start = performance.now()
+    send(ask.url, body).then(
+      ({ status, text }) => process.send?.({ id: ask.id, ms: performance.now() - start, status, text } satisfies Answer),
+      (err: Error) => process.send?.({ id: ask.id, ms: 0, status: 0, text: '', error: `${(err as NodeJS.ErrnoException).code ?? ''} ${err.message}` } satisfies Answer),
+    )
+  })
+  process.on('disconnect', () => process.exit(0))
+}
