@@ -170,6 +170,18 @@ export interface TargetReport {
   itemGenerations?: (number | null)[]
 }
 
+/**
+ * A TargetReport as JSON, serialised once by the extraction child, with what the hooks read of it
+ * unparsed. It goes to an exporter over HTTP as it is; an in-process exporter parses it.
+ */
+export interface SerialisedReport {
+  target: ObjectRef
+  generation: number
+  itemCount: number
+  /** The TargetReport's JSON (UTF-8), `sequence` included. */
+  json: Uint8Array
+}
+
 export interface ResolvedSink extends ObjectRef {
   spec: KollectSinkSpec
 }
@@ -243,7 +255,7 @@ export type ReportResult =
 
 /** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
 export interface ExporterClient {
-  reportTarget(report: TargetReport): Promise<ReportResult>
+  reportTarget(report: TargetReport | SerialisedReport): Promise<ReportResult>
   /** The target was finalized; with its uid, a report of that uid arriving later is dropped as stale. */
   removeTarget(target: ObjectRef & { uid?: string }): Promise<void>
   applyInventory(composition: InventoryComposition): Promise<InventoryExportState>

@@ -1,7 +1,8 @@
 import { buildSnapshot, canonicalJson, refKey } from '../api/canonical.js'
+import { parsedReport } from '../api/report.js'
 import type {
   ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ReportResult, ResolvedSink,
-  SinkCheck, TargetReport,
+  SerialisedReport, SinkCheck, TargetReport,
 } from '../api/types.js'
 import type { FencingToken } from '../sinks/fence.js'
 import { LeaseFence } from './fence.js'
@@ -72,7 +73,8 @@ export class Exporter implements ExporterClient {
    * would take its namespace over its share or the exporter over its budget: then nothing changes
    * and the result says why. An item older than the held one (metadata.generation) keeps the held one.
    */
-  async reportTarget(report: TargetReport): Promise<ReportResult> {
+  async reportTarget(sent: TargetReport | SerialisedReport): Promise<ReportResult> {
+    const report = parsedReport(sent)
     const { result, changed } = this.targets.report(report)
     if (changed) this.targetChanged(report.target)
     return result

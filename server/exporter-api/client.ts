@@ -1,4 +1,4 @@
-import type { ExporterClient, ReportResult, TargetReport } from '../../api/types.js'
+import type { ExporterClient, ReportResult, SerialisedReport, TargetReport } from '../../api/types.js'
 import { authHeader, type HookAuth } from '../guards/auth.js'
 import { EXPORTER_ROLE_HEADER, EXPORTER_ROUTES, type ExporterRole } from './routes.js'
 
@@ -13,7 +13,7 @@ export type StateCall = 'reportTarget' | 'removeTarget' | 'applyInventory' | 'fi
  * argument already serialised (`body`), so a fan-out serialises a large report once for every replica.
  */
 export type RoleAwareClient = {
-  [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0], body?: string) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>>
+  [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0], body?: string | Uint8Array) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>>
 } & {
   checkSink: ExporterClient['checkSink']
   ping(): Promise<boolean>
@@ -21,7 +21,7 @@ export type RoleAwareClient = {
 }
 
 export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 8000): RoleAwareClient {
-  const post = async (route: string, body: string) => {
+  const post = async (route: string, body: string | Uint8Array) => {
     const res = await fetch(baseUrl + route, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...authHeader(auth) },
@@ -32,16 +32,18 @@ export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeout
     const role: ExporterRole = header === 'active' || header === 'standby' ? header : 'unknown'
     return { ok: res.ok, status: res.status, text: await res.text(), role }
   }
-  const call = async <T>(route: string, arg: unknown, body = JSON.stringify(arg)): Promise<RoleAnswer<T>> => {
+  const call = async <T>(route: string, arg: unknown, body: string | Uint8Array = JSON.stringify(arg)): Promise<RoleAnswer<T>> => {
     const res = await post(route, body)
     if (!res.ok) throw new Error(`exporter answered ${res.status}: ${res.text.slice(0, 200)}`)
     return { value: JSON.parse(res.text) as T, role: res.role }
   }
-  const report = async (r: TargetReport, body = JSON.stringify(r)): Promise<RoleAnswer<ReportResult>> => {
+  const report = async (r: TargetReport | SerialisedReport, body = reportBody(r)): Promise<RoleAnswer<ReportResult>> => {
     const res = await post(EXPORTER_ROUTES.reportTarget, body)
     if (res.status === 413) {
       const reason = (JSON.parse(res.text) as { message?: string }).message
-      const message = `the exporter refused a report of ${r.items.length} items (${Buffer.byteLength(body)} bytes of JSON): ${reason}; ` +
+      const items = 'json' in r ? r.itemCount : r.items.length
+      const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
+      const message = `the exporter refused a report of ${items} items (${bytes} bytes of JSON): ${reason}; ` +
         'split the target or trim the profile'
       return { value: { accepted: false, reason: 'ResourceLimit', message }, role: res.role }
     }
@@ -67,6 +69,11 @@ export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeout
       return res.ok ? res.text() : ''
     },
   }
+}
+
+/** What goes over the wire for a report: the child's JSON as it is, or the report serialised here. */
+export function reportBody(r: TargetReport | SerialisedReport): string | Uint8Array {
+  return 'json' in r ? r.json : JSON.stringify(r)
 }
 
 export type HttpExporterClient = ExporterClient & { ping(): Promise<boolean>; metrics(): Promise<string> }

@@ -3,7 +3,7 @@ import type { ExporterClient } from '../../api/types.js'
 import type { HookAuth } from '../guards/auth.js'
 import type { Logger } from '../process/logger.js'
 import type { Metrics } from '../process/metrics.js'
-import { roleAwareExporterClient, type HttpExporterClient, type RoleAnswer, type RoleAwareClient, type StateCall } from './client.js'
+import { reportBody, roleAwareExporterClient, type HttpExporterClient, type RoleAnswer, type RoleAwareClient, type StateCall } from './client.js'
 
 // KOLLECT_EXPORTER_PEERS (docs/design.md, Topology): a standby exporter takes over with the
 // state only if it got every report, and a Service delivers each call to one ready pod. So the
@@ -109,7 +109,8 @@ export function fanOutExporterClient(deps: FanOutDeps): HttpExporterClient {
     if (urls.length === 0) throw new Error('KOLLECT_EXPORTER_PEERS resolved to no exporter')
     // Pods that left the peer list take their clients (and their report queues) with them.
     for (const url of clients.keys()) if (!urls.includes(url)) clients.delete(url)
-    const body = JSON.stringify(arg)
+    // Serialised once for every replica; a report from the extraction child is JSON already.
+    const body = call === 'reportTarget' ? reportBody(arg as Parameters<ExporterClient['reportTarget']>[0]) : JSON.stringify(arg)
     const at = now()
     // Skipping every peer would fail the hook for certain: then all are tried.
     const skip = (peer: Peer) => peer.role !== 'active' && (peer.downUntil > at || peer.pending >= maxPending)
@@ -119,7 +120,7 @@ export function fanOutExporterClient(deps: FanOutDeps): HttpExporterClient {
       const peer = peerOf(url)
       peer.pending++
       try {
-        const answer = await (peer.client[call] as (a: typeof arg, body: string) => Promise<RoleAnswer<Value>>)(arg, body)
+        const answer = await (peer.client[call] as (a: typeof arg, body: string | Uint8Array) => Promise<RoleAnswer<Value>>)(arg, body)
         Object.assign(peer, { role: answer.role, failures: 0, downUntil: 0 })
         return answer
       } catch (err) {

@@ -5,6 +5,7 @@
 // Frames come and go on fd 3 (server/extraction/frames.ts); the IPC channel fork() opens only tells this
 // child that the server is gone.
 import net from 'node:net'
+import type { ObjectRef } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { PluralResolution } from '../../hooks/plural.js'
 import { syncRequest, type SyncRequest } from '../../hooks/request.js'
@@ -30,8 +31,19 @@ export type FromChild =
     code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'
     message: string; claimed?: string | null
   }
-  | { type: 'done'; id: number; phases: ChildPhases }
+  /**
+   * The payload is the result without its report as JSON (headBytes long), then the report's
+   * JSON: the server parses the small first part and sends the report on as it is.
+   */
+  | { type: 'done'; id: number; phases: ChildPhases; headBytes: number; report: ReportSummary | null }
   | { type: 'failed'; id: number; message: string }
+
+/** What the server reads of a report without parsing it: where it goes, and the counts it logs. */
+export interface ReportSummary {
+  target: ObjectRef
+  generation: number
+  itemCount: number
+}
 
 /** Milliseconds of the child's own work per phase, for the benchmark's figures (two clock reads each). */
 export interface ChildPhases extends SyncPhases {
@@ -140,19 +152,23 @@ function main(): void {
     const job = waiting.get(id)
     if (!job) return
     waiting.delete(id)
-    let result: string
+    let head: string
+    let report: string
+    let summary: ReportSummary | null
     const { phases } = job
     try {
-      const synced = syncTarget(job.request, { plural, limits: job.limits, phases })
+      const { report: synced, ...rest } = syncTarget(job.request, { plural, limits: job.limits, phases })
       const serialising = performance.now()
-      result = JSON.stringify(synced)
+      head = JSON.stringify(rest)
+      report = synced ? JSON.stringify(synced) : ''
+      summary = synced ? { target: synced.target, generation: synced.generation, itemCount: synced.items.length } : null
       phases.serialise = performance.now() - serialising
     } catch (err) {
       // A bug, not the profile's doing: the server logs it; the message stays out of status.
       send({ type: 'failed', id, message: (err as Error).message })
       return
     }
-    send({ type: 'done', id, phases }, Buffer.from(result))
+    send({ type: 'done', id, phases, headBytes: Buffer.byteLength(head), report: summary }, Buffer.from(head + report))
   }
 
   // The server is gone (or closed the pipe): nothing more will come.

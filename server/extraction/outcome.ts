@@ -3,7 +3,7 @@ import type { KubeObject } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { TargetSyncResult } from '../../hooks/target.js'
 import type { PluralResolver } from '../cluster/discovery.js'
-import type { ChildPhases } from './child.js'
+import type { ChildPhases, ReportSummary } from './child.js'
 
 export interface PoolOptions {
   /** Child processes shared by every namespace; default one per CPU, at least 2. */
@@ -34,8 +34,13 @@ interface PoolPhases extends ChildPhases {
   resultParse: number
 }
 
+/** A finished sync: its answer, and its report as the child serialised it (no sequence yet). */
+interface ChildResult extends Omit<TargetSyncResult, 'report'> {
+  report: (ReportSummary & { json: Buffer }) | null
+}
+
 export type PoolOutcome =
-  | { kind: 'done'; result: TargetSyncResult; phases: PoolPhases }
+  | { kind: 'done'; result: ChildResult; phases: PoolPhases }
   | { kind: 'bad'; code: 'KOLLECT_ERR_HOOK_BAD_JSON' | 'KOLLECT_ERR_HOOK_BAD_REQUEST' | 'KOLLECT_ERR_HOOK_TOO_DEEP'; message: string }
   | { kind: 'aborted'; reason: StopReason; message: string; parent: KubeObject | null }
   /** Still queued when too little of its budget was left to start: answer 429. */

@@ -175,7 +175,8 @@ export class ExtractPool {
       }
       case 'done': {
         const parsing = performance.now()
-        const result = JSON.parse(payload.toString('utf8')) as TargetSyncResult
+        const head = JSON.parse(payload.toString('utf8', 0, msg.headBytes)) as Omit<TargetSyncResult, 'report'>
+        const result = { ...head, report: msg.report ? { ...msg.report, json: payload.subarray(msg.headBytes) } : null }
         const now = performance.now()
         const c = msg.phases
         // Everything between the job's start here and its result that the child did not account for: frames, pipe, plural lookup.

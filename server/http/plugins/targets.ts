@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { refKey } from '../../../api/canonical.js'
+import { withSequence } from '../../../api/report.js'
 import type { KollectTargetSpec } from '../../../api/types.js'
 import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../../../hooks/request.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../../../hooks/target.js'
@@ -51,9 +52,11 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       const reporting = performance.now()
       if (report) {
         const sequence = arrivals.get(request) ?? nextSequence()
-        const result = await callExporter(() => exporter.reportTarget({ ...report, sequence }))
-        const target = refKey(report.target)
-        metrics.itemsExtracted.inc({ target }, report.items.length)
+        // The items go on as the child serialised them: parsed and serialised once, not three times.
+        const { target: ref, generation, itemCount } = report
+        const result = await callExporter(() => exporter.reportTarget({ target: ref, generation, itemCount, json: withSequence(report.json, sequence) }))
+        const target = refKey(ref)
+        metrics.itemsExtracted.inc({ target }, itemCount)
         if (!result.accepted && result.reason === 'Stale') {
           metrics.staleReports.inc({ target, dropped: 'report' })
           request.log.info({ target, generation: report.generation, sequence, heldGeneration: result.heldGeneration }, 'target report dropped as stale')

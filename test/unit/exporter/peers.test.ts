@@ -1,6 +1,7 @@
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
+import { withSequence } from '../../../api/report.js'
 import type { ExporterClient, ReportResult, TargetReport } from '../../../api/types.js'
 import { httpExporterClient } from '../../../server/exporter-api/client.js'
 import { EXPORTER_ROLE_HEADER, EXPORTER_ROUTES } from '../../../server/exporter-api/routes.js'
@@ -152,4 +153,24 @@ test('peers: host:port lists and names, resolved at most once per cache period, 
   now = 7000
   assert.deepEqual(await urls(), ['http://10.0.0.3:8081', 'http://[::1]:1'], 'a failed lookup keeps the last answer')
   assert.equal(lookups, 6)
+})
+
+test('a report serialised by the extraction child reaches every replica as it is, and each holds its items', LIMIT, async (t) => {
+  const one = harness(t)
+  const two = harness(t, { standby: true })
+  const a = await listen(t, one.exporter, () => one.exporter.isActive)
+  const b = await listen(t, two.exporter, () => two.exporter.isActive)
+  const comp = composition({ sinks: [resolvedSink('primary')] })
+  const client = fanOut([a, b], createMetrics('hooks'))
+  await client.applyInventory(comp)
+  // With the target's uid, reports are ordered by their stamp (see isStaleReport).
+  const sent = { ...report(T1, itemsOf(T1, 3)), uid: 'uid-t1' }
+  const json = withSequence(Buffer.from(JSON.stringify(sent)), 42)
+  assert.deepEqual(await client.reportTarget({ target: sent.target, generation: sent.generation, itemCount: 3, json }), { accepted: true })
+  for (const h of [one, two]) assert.equal(h.exporter.inventoryState(comp.inventory)?.complete, true)
+  // And over the single-exporter client too.
+  const single = httpExporterClient(a, AUTH)
+  const stale = withSequence(Buffer.from(JSON.stringify(sent)), 41)
+  const answer = await single.reportTarget({ target: sent.target, generation: sent.generation, itemCount: 3, json: stale })
+  assert.equal(answer.accepted, false, 'the earlier stamp in the spliced JSON is read: the report is stale')
 })

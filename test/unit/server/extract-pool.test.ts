@@ -1,4 +1,5 @@
 import { test } from 'node:test'
+import { parsedReport } from '../../../api/report.js'
 import assert from 'node:assert/strict'
 import { getPriority } from 'node:os'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
@@ -50,7 +51,7 @@ test('a child switches on the linear-time RegExp engine itself: matches() compil
       ;(d.metadata as Record<string, unknown>)['annotations'] = { s: `${'a'.repeat(40)}!` }
       const outcome = await pool.run(Buffer.from(oneAttributeSync(cel, [d])), { arrival: performance.now(), namespace: 'team-a' })
       assert.equal(outcome.kind, 'done', JSON.stringify(outcome))
-      return outcome.kind === 'done' ? outcome.result.report?.items[0]?.attributes['x'] : undefined
+      return outcome.kind === 'done' && outcome.result.report ? parsedReport(outcome.result.report).items[0]?.attributes['x'] : undefined
     }
     assert.equal(await run("object.metadata.name.matches('^web-[0-9]+$')"), true)
     // 2^40 steps for the backtracking engine: it ends within the budget only on the linear one.
