@@ -253,9 +253,19 @@ export type ReportResult =
   | { accepted: false; reason: 'ResourceLimit'; message: string }
   | { accepted: false; reason: 'Stale'; message: string; heldGeneration: number; heldChecksum: string }
 
+/** Which report of a target: the one a resync would send again when its body did not change. */
+export interface HeldReport {
+  target: ObjectRef
+  uid?: string
+  generation: number
+  checksum: string
+}
+
 /** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
 export interface ExporterClient {
   reportTarget(report: TargetReport | SerialisedReport): Promise<ReportResult>
+  /** Whether the exporter (every replica, with peers) holds exactly that report as the target's latest. */
+  holdsReport(report: HeldReport): Promise<boolean>
   /** The target was finalized; with its uid, a report of that uid arriving later is dropped as stale. */
   removeTarget(target: ObjectRef & { uid?: string }): Promise<void>
   applyInventory(composition: InventoryComposition): Promise<InventoryExportState>

@@ -1,7 +1,7 @@
 import { buildSnapshot, canonicalJson, refKey } from '../api/canonical.js'
 import { parsedReport } from '../api/report.js'
 import type {
-  ExporterClient, FinalizeResult, InventoryComposition, InventoryExportState, Item, ObjectRef, ReportResult, ResolvedSink,
+  ExporterClient, FinalizeResult, HeldReport, InventoryComposition, InventoryExportState, Item, ObjectRef, ReportResult, ResolvedSink,
   SerialisedReport, SinkCheck, TargetReport,
 } from '../api/types.js'
 import type { FencingToken } from '../sinks/fence.js'
@@ -78,6 +78,10 @@ export class Exporter implements ExporterClient {
     const { result, changed } = this.targets.report(report)
     if (changed) this.targetChanged(report.target)
     return result
+  }
+
+  async holdsReport(report: HeldReport): Promise<boolean> {
+    return this.targets.holds(report)
   }
 
   async removeTarget(target: ObjectRef & { uid?: string }): Promise<void> {

@@ -1,5 +1,5 @@
 import { itemHash, itemKey, refKey, seedItemHash } from '../api/canonical.js'
-import type { Item, ObjectRef, ReportResult, TargetReport } from '../api/types.js'
+import type { HeldReport, Item, ObjectRef, ReportResult, TargetReport } from '../api/types.js'
 import { ItemBudget, UNBOUNDED, type BudgetOptions } from './budget.js'
 import { SharedStrings } from './shared-strings.js'
 import type { ExporterObserver, Log } from './options.js'
@@ -42,6 +42,12 @@ export class TargetStore {
 
   has(target: ObjectRef): boolean {
     return this.targets.has(refKey(target))
+  }
+
+  /** Whether the target's latest accepted report is this one: same uid, generation and checksum. */
+  holds(report: HeldReport): boolean {
+    const held = this.targets.get(refKey(report.target))
+    return held !== undefined && held.stamp.uid === report.uid && held.stamp.generation === report.generation && held.checksum === report.checksum
   }
 
   /** The held items of a target the caller knows is held (has()). */

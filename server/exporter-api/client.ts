@@ -16,6 +16,7 @@ export type RoleAwareClient = {
   [K in StateCall]: (arg: Parameters<ExporterClient[K]>[0], body?: string | Uint8Array) => Promise<RoleAnswer<Awaited<ReturnType<ExporterClient[K]>>>>
 } & {
   checkSink: ExporterClient['checkSink']
+  holdsReport: ExporterClient['holdsReport']
   ping(): Promise<boolean>
   metrics(): Promise<string>
 }
@@ -63,6 +64,7 @@ export function roleAwareExporterClient(baseUrl: string, auth: HookAuth, timeout
     applyInventory: (c, body) => call(EXPORTER_ROUTES.applyInventory, c, body),
     finalizeInventory: (c, body) => call(EXPORTER_ROUTES.finalizeInventory, c, body),
     checkSink: async (sink) => (await call<Awaited<ReturnType<ExporterClient['checkSink']>>>(EXPORTER_ROUTES.checkSink, sink)).value,
+    holdsReport: async (r) => (await call<{ held?: unknown }>(EXPORTER_ROUTES.holdsReport, r)).value.held === true,
     ping: async () => (await fetch(baseUrl + '/healthz', { signal: AbortSignal.timeout(2000) })).ok,
     metrics: async () => {
       const res = await fetch(baseUrl + '/metrics', { signal: AbortSignal.timeout(2000) })
@@ -87,6 +89,7 @@ export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 
     applyInventory: async (x) => (await c.applyInventory(x)).value,
     finalizeInventory: async (x) => (await c.finalizeInventory(x)).value,
     checkSink: c.checkSink,
+    holdsReport: c.holdsReport,
     ping: c.ping,
     metrics: c.metrics,
   }

@@ -143,6 +143,12 @@ export function fanOutExporterClient(deps: FanOutDeps): HttpExporterClient {
     applyInventory: (c) => fanOut('applyInventory', c),
     finalizeInventory: (c) => fanOut('finalizeInventory', c),
     checkSink: (s) => deps.leader.checkSink(s),
+    // Every replica must hold it: a resync that sends nothing must leave no standby without the items.
+    holdsReport: async (r) => {
+      const urls = await deps.peers()
+      const answers = await Promise.allSettled(urls.map((url) => peerOf(url).client.holdsReport(r)))
+      return urls.length > 0 && answers.every((a) => a.status === 'fulfilled' && a.value)
+    },
     ping: () => deps.leader.ping(),
     metrics: () => deps.leader.metrics(),
   }

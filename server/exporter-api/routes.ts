@@ -2,6 +2,7 @@
 // same authentication. Paths mirror the ExporterClient methods one to one.
 export const EXPORTER_ROUTES = {
   reportTarget: '/v1/targets/report',
+  holdsReport: '/v1/targets/held',
   removeTarget: '/v1/targets/remove',
   applyInventory: '/v1/inventories/apply',
   finalizeInventory: '/v1/inventories/finalize',

@@ -29,6 +29,12 @@ export const targetReportSchema = {
   },
 }
 
+export const heldReportSchema = {
+  type: 'object',
+  required: ['target', 'generation', 'checksum'],
+  properties: { target: objectRef, uid: string, generation: { type: 'integer' }, checksum: string },
+}
+
 export const removedTargetSchema = { ...objectRef, properties: { ...objectRef.properties, uid: string } }
 
 /** Built on first use: the sink spec comes from the CRD file. */

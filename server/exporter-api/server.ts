@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { kubernetesKeywords } from '../../api/crd-schemas.js'
-import type { ExporterClient, InventoryComposition, ObjectRef, ResolvedSink, TargetReport } from '../../api/types.js'
+import type { ExporterClient, HeldReport, InventoryComposition, ObjectRef, ResolvedSink, TargetReport } from '../../api/types.js'
 import type { HookAuth } from '../guards/auth.js'
 import { apiAuth, isOpenRoute } from '../http/plugins/api-auth.js'
 import { HTTP_TIMEOUTS } from '../http/timeouts.js'
@@ -9,7 +9,7 @@ import type { Metrics } from '../process/metrics.js'
 import { KollectError, errorBody } from '../protocol/errors.js'
 import { jsonBodyParser } from '../protocol/json-depth.js'
 import { EXPORTER_ROLE_HEADER, EXPORTER_ROUTES } from './routes.js'
-import { inventoryCompositionSchema, removedTargetSchema, resolvedSinkSchema, targetReportSchema } from './schemas.js'
+import { heldReportSchema, inventoryCompositionSchema, removedTargetSchema, resolvedSinkSchema, targetReportSchema } from './schemas.js'
 
 export interface ExporterAppDeps {
   exporter: ExporterClient
@@ -67,6 +67,8 @@ export async function buildExporterApp(deps: ExporterAppDeps): Promise<FastifyIn
   const composition = inventoryCompositionSchema()
   app.post<{ Body: TargetReport }>(EXPORTER_ROUTES.reportTarget, { logLevel: 'warn', bodyLimit: deps.reportBodyLimit, schema: { body: targetReportSchema } },
     async (req) => e.reportTarget(req.body))
+  app.post<{ Body: HeldReport }>(EXPORTER_ROUTES.holdsReport, { logLevel: 'warn', schema: { body: heldReportSchema } },
+    async (req) => ({ held: await e.holdsReport(req.body) }))
   app.post<{ Body: ObjectRef & { uid?: string } }>(EXPORTER_ROUTES.removeTarget, { logLevel: 'warn', schema: { body: removedTargetSchema } },
     async (req) => { await e.removeTarget(req.body); return {} })
   app.post<{ Body: InventoryComposition }>(EXPORTER_ROUTES.applyInventory, { logLevel: 'warn', schema: { body: composition } },

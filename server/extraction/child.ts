@@ -5,7 +5,7 @@
 // Frames come and go on fd 3 (server/extraction/frames.ts); the IPC channel fork() opens only tells this
 // child that the server is gone.
 import net from 'node:net'
-import type { ObjectRef } from '../../api/types.js'
+import type { HeldReport } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { PluralResolution } from '../../hooks/plural.js'
 import { syncRequest, type SyncRequest } from '../../hooks/request.js'
@@ -38,10 +38,8 @@ export type FromChild =
   | { type: 'done'; id: number; phases: ChildPhases; headBytes: number; report: ReportSummary | null }
   | { type: 'failed'; id: number; message: string }
 
-/** What the server reads of a report without parsing it: where it goes, and the counts it logs. */
-export interface ReportSummary {
-  target: ObjectRef
-  generation: number
+/** What the server reads of a report without parsing it: which report it is, and the count it logs. */
+export interface ReportSummary extends HeldReport {
   itemCount: number
 }
 
@@ -161,7 +159,10 @@ function main(): void {
       const serialising = performance.now()
       head = JSON.stringify(rest)
       report = synced ? JSON.stringify(synced) : ''
-      summary = synced ? { target: synced.target, generation: synced.generation, itemCount: synced.items.length } : null
+      summary = synced && {
+        target: synced.target, ...(synced.uid ? { uid: synced.uid } : {}),
+        generation: synced.generation, checksum: synced.checksum, itemCount: synced.items.length,
+      }
       phases.serialise = performance.now() - serialising
     } catch (err) {
       // A bug, not the profile's doing: the server logs it; the message stays out of status.

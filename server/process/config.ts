@@ -38,6 +38,8 @@ export interface Config {
   extractReserve: number
   /** Wall-clock budget of one target sync, from its arrival. */
   syncTimeoutMs: number
+  /** Answers kept for target syncs whose next body may be byte for byte the same (0: none). */
+  unchangedSyncs: number
   /** Heap limit of one extraction child process. */
   workerMemoryMb: number
   /** Bytes of items (as the exporter charges them) the exporter holds at most. */
@@ -210,6 +212,7 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),
     extractReserve: int(env, 'KOLLECT_EXTRACT_RESERVE', 1),
     syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),
+    unchangedSyncs: int(env, 'KOLLECT_UNCHANGED_SYNCS', 1000),
     workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
     itemBudgetBytes: int(env, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES', DEFAULT_ITEM_BUDGET_BYTES),
     namespaceShare: fraction(env, 'KOLLECT_EXPORTER_NAMESPACE_SHARE', DEFAULT_NAMESPACE_SHARE),

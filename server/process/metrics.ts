@@ -9,6 +9,8 @@ export interface Metrics {
   extractionErrors: Counter<'target'>
   hookShed: Counter<'reason'>
   staleReports: Counter<'target' | 'dropped'>
+  /** Target syncs whose body was byte for byte one already answered: reused, or run again because the exporter lacked its report. */
+  unchangedSyncs: Counter<'result'>
   /** KOLLECT_EXPORTER_PEERS: calls a peer failed, by call and the role the peer last answered with. */
   exporterPeerFailures: Counter<'call' | 'role'>
   exporterObserver: ExporterObserver
@@ -147,6 +149,13 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     labelNames: ['reason'] as const,
     registers: [exporter],
   })
+  const unchangedSyncs = new Counter({
+    name: 'kollect_unchanged_syncs_total',
+    help: 'Target syncs whose body was byte for byte one already answered: answered again without extraction (result=reused), ' +
+      'or run again because the exporter no longer held its report (result=exporter-lacks).',
+    labelNames: ['result'] as const,
+    registers: [hooks],
+  })
   const merged = Registry.merge([registry, ...(role === 'exporter' ? [] : [hooks]), ...(role === 'hooks' ? [] : [exporter])])
   const sinkLabel = (s: { namespace: string; name: string }) => (s.namespace ? `${s.namespace}/${s.name}` : s.name)
   return {
@@ -156,6 +165,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     extractionErrors,
     hookShed,
     staleReports,
+    unchangedSyncs,
     exporterPeerFailures,
     exporterObserver: {
       onExport(e) {

@@ -134,7 +134,11 @@ describe('KOLLECT_MAX_INFLIGHT_BYTES=1 MiB', () => {
   })
 
   test('3 concurrent 600 KiB bodies fired at once: at least one 429, none 5xx', async () => {
-    const answers = await Promise.all([0, 1, 2].map(() => send(server.url, ROUTES.targetSync, { body: KIB600 })))
+    // Three different bodies: one already answered would be answered again from the recent
+    // answers (KOLLECT_UNCHANGED_SYNCS) in a few milliseconds, too soon to be in flight together.
+    const bodies = [0, 1, 2].map((n) => KIB600.replace('"resourceVersion":"100000"', `"resourceVersion":"${900_000 + n}"`))
+    assert.equal(new Set(bodies).size, 3)
+    const answers = await Promise.all(bodies.map((body) => send(server.url, ROUTES.targetSync, { body })))
     assert.ok(answers.every((r) => r.status === 200 || r.status === 429), answers.map((r) => r.status).join(' '))
     assert.ok(answers.some((r) => r.status === 429), answers.map((r) => r.status).join(' '))
   })

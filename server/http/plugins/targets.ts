@@ -6,6 +6,7 @@ import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../..
 import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../../../hooks/target.js'
 import { sniffNamespace } from '../../extraction/namespace-sniff.js'
 import { MIN_BUDGET_SHARE } from '../../extraction/pool.js'
+import { UnchangedSyncs } from '../../extraction/unchanged.js'
 import { KollectError } from '../../protocol/errors.js'
 import { customizeSchema, syncSchema } from '../../protocol/request-schemas.js'
 import { callExporter, hookRoute, type HookRouteDeps } from './hook-route.js'
@@ -21,6 +22,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
   // extracted in a child process with a deadline from the sync's arrival, so this route sees the
   // raw bytes only (and sniffs the namespace that queues them).
   const nextSequence = reportSequence()
+  const unchanged = new UnchangedSyncs(config.unchangedSyncs)
   const arrivals = new WeakMap<FastifyRequest, number>()
   await app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
@@ -31,6 +33,20 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
     hookRoute(raw, deps, 'targets', 'sync', null, async (body, request, reply) => {
       const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
       const received = reply.elapsedTime
+      const digesting = performance.now()
+      const digest = unchanged.enabled ? unchanged.digest(bytes) : null
+      const digested = performance.now() - digesting
+      const kept = digest === null ? undefined : unchanged.get(digest)
+      if (digest !== null && kept) {
+        // A failed check is a miss: the sync then runs, and reports, as any other.
+        if (await exporter.holdsReport(kept.report).catch(() => false)) {
+          metrics.unchangedSyncs.inc({ result: 'reused' })
+          app.extractPool.lastPhases = { receive: received, digest: digested, report: reply.elapsedTime - received - digested }
+          return kept.response
+        }
+        unchanged.forget(digest)
+        metrics.unchangedSyncs.inc({ result: 'exporter-lacks' })
+      }
       const outcome = await app.extractPool.run(bytes, { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) })
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
       // Overload answers 429 with Retry-After (a quarter of the budget), never a late 5xx.
@@ -48,6 +64,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       }
       const { report, stopped } = outcome.result
       let { response } = outcome.result
+      let whole = report !== null && !stopped
       if (stopped) metrics.hookShed.inc({ reason: stopped })
       const reporting = performance.now()
       if (report) {
@@ -61,13 +78,22 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
           metrics.staleReports.inc({ target, dropped: 'report' })
           request.log.info({ target, generation: report.generation, sequence, heldGeneration: result.heldGeneration }, 'target report dropped as stale')
           response = staleTargetSync(response, result)
-        } else if (!result.accepted) response = refusedTargetSync(response, result.message)
-        else if (result.staleItems) {
+          whole = false
+        } else if (!result.accepted) {
+          response = refusedTargetSync(response, result.message)
+          whole = false
+        } else if (result.staleItems) {
+          whole = false
           metrics.staleReports.inc({ target, dropped: 'items' }, result.staleItems)
           response = staleItemsTargetSync(response, result.staleItems)
         }
       }
-      app.extractPool.lastPhases = { receive: received, ...outcome.phases, report: performance.now() - reporting }
+      // Kept only when the exporter took the whole report: then a byte-identical resync would get this answer again.
+      if (digest !== null && whole && report) {
+        const { target: ref, uid, generation, checksum } = report
+        unchanged.remember(digest, response, { target: ref, ...(uid ? { uid } : {}), generation, checksum })
+      }
+      app.extractPool.lastPhases = { receive: received, digest: digested, ...outcome.phases, report: performance.now() - reporting }
       const failed = response.status.failedCount ?? 0
       if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)
       return response

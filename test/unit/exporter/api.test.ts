@@ -111,6 +111,7 @@ function recording(): { exporter: ExporterClient; calls: [string, unknown][] } {
     applyInventory: async (c) => { calls.push(['applyInventory', c]); return state },
     finalizeInventory: async (c) => { calls.push(['finalizeInventory', c]); return { finalized: true, state } },
     checkSink: async (s) => { calls.push(['checkSink', s]); return { reachable: true, message: '' } },
+    holdsReport: async (r) => { calls.push(['holdsReport', r]); return true },
   }
   return { exporter, calls }
 }
@@ -131,6 +132,7 @@ test('each route refuses a body of the wrong shape with a 400 and its code, befo
     { reason: 'a sink type the KollectSink CRD does not allow', route: 'applyInventory', body: composition({ sinks: [resolvedSink('primary', { type: 'ftp' as 'file' })] }), says: /body\/sinks\/0\/spec\/type must be equal to one of the allowed values/ },
     { reason: 'targets that are not a list', route: 'finalizeInventory', body: { ...composition(), targets: T1 }, says: /body\/targets must be array/ },
     { reason: 'a sink spec without its type, which the CRD requires', route: 'checkSink', body: { ...T1, spec: { file: { path: 'x' } } }, says: /body\/spec must have required property 'type'/ },
+    { reason: 'a held-report check without its checksum', route: 'holdsReport', body: { target: T1, generation: 1 }, says: /must have required property 'checksum'/ },
     { reason: 'a deletion policy the CRD does not know', route: 'checkSink', body: resolvedSink('primary', { deletionPolicy: 'Keep' as 'Retain' }), says: /body\/spec\/deletionPolicy must be equal to one of the allowed values/ },
   ]
   for (const c of cases) {
@@ -158,6 +160,7 @@ test('bodies of the shapes the hooks send reach the exporter as sent: nothing co
   await client.applyInventory(composed)
   await client.finalizeInventory(composition({ sinks: [], targets: [], generation: 0, suspend: true }))
   await client.checkSink(sink)
+  assert.equal(await client.holdsReport({ target: T1, uid: 'u1', generation: 3, checksum: sent.checksum }), true)
   assert.deepEqual(calls, [
     ['reportTarget', sent],
     ['removeTarget', { ...T1, uid: 'u1' }],
@@ -165,5 +168,6 @@ test('bodies of the shapes the hooks send reach the exporter as sent: nothing co
     ['applyInventory', composed],
     ['finalizeInventory', composition({ sinks: [], targets: [], generation: 0, suspend: true })],
     ['checkSink', sink],
+    ['holdsReport', { target: T1, uid: 'u1', generation: 3, checksum: sent.checksum }],
   ])
 })

@@ -174,3 +174,19 @@ test('a report serialised by the extraction child reaches every replica as it is
   const answer = await single.reportTarget({ target: sent.target, generation: sent.generation, itemCount: 3, json: stale })
   assert.equal(answer.accepted, false, 'the earlier stamp in the spliced JSON is read: the report is stale')
 })
+
+test('with peers, a report counts as held only when every replica holds it', LIMIT, async (t) => {
+  const one = harness(t)
+  const two = harness(t, { standby: true })
+  const a = await listen(t, one.exporter, () => one.exporter.isActive)
+  const b = await listen(t, two.exporter, () => two.exporter.isActive)
+  const sent = { ...report(T1, itemsOf(T1, 2)), uid: 'uid-t1', sequence: 1 }
+  const held = { target: T1, uid: 'uid-t1', generation: sent.generation, checksum: sent.checksum }
+  await one.exporter.reportTarget(sent)
+  const client = fanOut([a, b], createMetrics('hooks'))
+  assert.equal(await client.holdsReport(held), false, 'the standby missed it')
+  await two.exporter.reportTarget(sent)
+  assert.equal(await client.holdsReport(held), true)
+  assert.equal(await client.holdsReport({ ...held, checksum: 'other' }), false)
+  assert.equal(await fanOut([a, await deadUrl()], createMetrics('hooks')).holdsReport(held), false, 'a replica that does not answer holds nothing')
+})

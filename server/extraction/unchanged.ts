@@ -1,0 +1,63 @@
+import { hash } from 'node:crypto'
+import type { HeldReport, TargetStatus } from '../../api/types.js'
+import type { SyncResponse } from '../../hooks/request.js'
+
+/** How long an answer is reused at most: past it the sync runs again (a plural the discovery changed, a config). */
+const MAX_AGE_MS = 10 * 60_000
+
+interface Entry {
+  at: number
+  response: SyncResponse<TargetStatus>
+  report: HeldReport
+}
+
+/**
+ * The last answers to target syncs, by the SHA-256 of the whole body. A resync in which nothing
+ * changed arrives byte for byte as the last one (Metacontroller sends the same objects, and the
+ * target's status it wrote back from that answer), so its answer is the same: the route gives it
+ * without parsing or extracting anything, once the exporter says it still holds the report that
+ * answer sent (an exporter that restarted, or a replica that missed it, gets it again). Only an
+ * answer whose report every exporter accepted whole is kept. Keyed by the bytes alone, a hit
+ * answers exactly the request that was sent, whoever sends it.
+ */
+export class UnchangedSyncs {
+  private readonly entries = new Map<string, Entry>()
+
+  constructor(private readonly maxEntries: number, private readonly now: () => number = Date.now) {}
+
+  get enabled(): boolean {
+    return this.maxEntries > 0
+  }
+
+  /** The body's key (a hex SHA-256). */
+  digest(body: Uint8Array): string {
+    return hash('sha256', body)
+  }
+
+  /** The answer kept for this body, if it is young enough. */
+  get(digest: string): Entry | undefined {
+    const entry = this.entries.get(digest)
+    if (!entry) return undefined
+    this.entries.delete(digest)
+    if (this.now() - entry.at > MAX_AGE_MS) return undefined
+    // Most recently used last: the first is the one to drop.
+    this.entries.set(digest, entry)
+    return entry
+  }
+
+  remember(digest: string, response: SyncResponse<TargetStatus>, report: HeldReport): void {
+    if (!this.enabled) return
+    this.entries.delete(digest)
+    this.entries.set(digest, { at: this.now(), response, report })
+    while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string)
+  }
+
+  /** A body that changed replaces its target's old entry only by LRU; forget drops one at once. */
+  forget(digest: string): void {
+    this.entries.delete(digest)
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+}
