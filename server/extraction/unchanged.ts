@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto'
+import { createHash, hash, type Hash } from 'node:crypto'
 import type { HeldReport, TargetStatus } from '../../api/types.js'
 import type { SyncResponse } from '../../hooks/request.js'
 
@@ -32,6 +32,11 @@ export class UnchangedSyncs {
   /** The body's key (a hex SHA-256). */
   digest(body: Uint8Array): string {
     return hash('sha256', body)
+  }
+
+  /** The same key, fed chunk by chunk while the body arrives (digest('hex') gives it). */
+  hasher(): Hash {
+    return createHash('sha256')
   }
 
   /** The answer kept for this body, if it is young enough. */

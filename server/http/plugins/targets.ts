@@ -1,3 +1,5 @@
+import type { Hash } from 'node:crypto'
+import { Transform } from 'node:stream'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { refKey } from '../../../api/canonical.js'
 import { withSequence } from '../../../api/report.js'
@@ -24,17 +26,26 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
   const nextSequence = reportSequence()
   const unchanged = new UnchangedSyncs(config.unchangedSyncs)
   const arrivals = new WeakMap<FastifyRequest, number>()
+  const hashers = new WeakMap<FastifyRequest, Hash>()
   await app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
     raw.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, bytes, done) => done(null, bytes))
     // Stamped on arrival, before the body is read: a sync that arrives later carries newer state
     // (Metacontroller never runs two syncs of one parent at once), however long each one parses.
     raw.addHook('onRequest', async (request) => { arrivals.set(request, nextSequence()) })
+    // The body's key is hashed as its chunks arrive, in the time the route would wait for them anyway.
+    if (unchanged.enabled) {
+      raw.addHook('preParsing', async (request, _reply, payload) => {
+        const hasher = unchanged.hasher()
+        hashers.set(request, hasher)
+        return payload.pipe(new Transform({ transform: (chunk: Buffer, _encoding, next) => { hasher.update(chunk); next(null, chunk) } }))
+      })
+    }
     hookRoute(raw, deps, 'targets', 'sync', null, async (body, request, reply) => {
       const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
       const received = reply.elapsedTime
       const digesting = performance.now()
-      const digest = unchanged.enabled ? unchanged.digest(bytes) : null
+      const digest = hashers.get(request)?.digest('hex') ?? null
       const digested = performance.now() - digesting
       const kept = digest === null ? undefined : unchanged.get(digest)
       if (digest !== null && kept) {

@@ -13,6 +13,10 @@ test('the key is the SHA-256 of the bytes: one byte apart is another key', () =>
   assert.match(a, /^[0-9a-f]{64}$/)
   assert.equal(cache.digest(Buffer.from('{"parent":{"a":1}}')), a)
   assert.notEqual(cache.digest(Buffer.from('{"parent":{"a":2}}')), a)
+  // Fed in chunks as the body arrives, the key is the same.
+  const hasher = cache.hasher()
+  for (const chunk of ['{"par', 'ent":{"a"', ':1}}']) hasher.update(Buffer.from(chunk))
+  assert.equal(hasher.digest('hex'), a)
 })
 
 test('at most maxEntries answers, the least recently used dropped first', () => {
