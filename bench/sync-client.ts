@@ -6,30 +6,13 @@
 // clock starts.
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { request } from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { post } from '../test/support/hooks-server.js'
 
 interface Ask { id: number; url: string; file: string }
 interface Answer { id: number; ms: number; status: number; text: string; error?: string }
-
-/** Sends the body as Metacontroller's Go client does (Content-Length, gzip accepted, one connection a request). */
-function send(url: string, body: Buffer): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Length': String(body.length), 'User-Agent': 'Go-http-client/1.1', Connection: 'close' },
-    }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }))
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-    req.end(body)
-  })
-}
 
 export interface SyncClient {
   /** The answer and the client's wall time for it. */
@@ -81,7 +64,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
   process.on('message', (ask: Ask) => {
     const body = readFileSync(ask.file)
     const start = performance.now()
-    send(ask.url, body).then(
+    // As Metacontroller's Go client sends it (test/support/hooks-server.ts), on a connection of its own.
+    post(ask.url, body, { Connection: 'close' }).then(
       ({ status, text }) => process.send?.({ id: ask.id, ms: performance.now() - start, status, text } satisfies Answer),
       (err: Error) => process.send?.({ id: ask.id, ms: 0, status: 0, text: '', error: `${(err as NodeJS.ErrnoException).code ?? ''} ${err.message}` } satisfies Answer),
     )
