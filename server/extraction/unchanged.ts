@@ -1,4 +1,4 @@
-import { createHash, hash, type Hash } from 'node:crypto'
+import { createHash, type Hash } from 'node:crypto'
 import type { HeldReport, TargetStatus } from '../../api/types.js'
 import type { SyncResponse } from '../../hooks/request.js'
 
@@ -29,12 +29,7 @@ export class UnchangedSyncs {
     return this.maxEntries > 0
   }
 
-  /** The body's key (a hex SHA-256). */
-  digest(body: Uint8Array): string {
-    return hash('sha256', body)
-  }
-
-  /** The same key, fed chunk by chunk while the body arrives (digest('hex') gives it). */
+  /** The body's key, a SHA-256 fed chunk by chunk while the body arrives (digest('hex') gives it). */
   hasher(): Hash {
     return createHash('sha256')
   }
