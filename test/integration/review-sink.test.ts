@@ -99,6 +99,20 @@ async function mergeable(repo: Repo, id: string, sha: string): Promise<void> {
   }, { timeoutMs: 60_000, intervalMs: 200 })
 }
 
+/**
+ * A reviewer merges the request at sha, as a person does: once Gitea calls it mergeable, and again
+ * while Gitea still refuses (it can answer "try again later" while it re-checks the last push,
+ * though its API already says mergeable). A moved head is never retried.
+ */
+async function reviewerMerges(repo: Repo, id: string, sha: string): Promise<void> {
+  await mergeable(repo, id, sha)
+  await pollUntil(`request ${id} merged at ${sha.slice(0, 8)}`, async () => {
+    const outcome = await repo.person.merge(id, sha)
+    if (outcome === 'stale') throw new Error(`request ${id}: its head is no longer ${sha}`)
+    return outcome === 'merged'
+  }, { timeoutMs: 60_000, intervalMs: 200 })
+}
+
 /** The inventory after n changes: the first n items bumped, each once. */
 function change(n: number): Snapshot {
   return snapshotOf(INV, ITEMS.map((item, i) => (i < n ? bumpReplicas(item, 100 + i) : item)))
@@ -168,8 +182,7 @@ describe('review mode against Gitea: a reviewer merges', () => {
 
   it('after a reviewer merges, the next write finds the target holding the snapshot, and the next change starts from the new target', async () => {
     const head = (await branchTip(repo, BRANCH)) as string
-    await mergeable(repo, id, head)
-    assert.equal(await repo.person.merge(id, head), 'merged')
+    await reviewerMerges(repo, id, head)
     const synced = await sink.write(change(4))
     assert.equal(synced.review, undefined, 'the target holds the current checksum: Synced')
     assert.equal((await documentOn(repo, 'main'))?.checksum, change(4).checksum)
@@ -380,8 +393,7 @@ describe('review mode in the exporter: status follows the request', () => {
 
     const id = url.split('/').pop() as string
     const head = (await branchTip(repo, BRANCH)) as string
-    await mergeable(repo, id, head)
-    assert.equal(await repo.person.merge(id, head), 'merged')
+    await reviewerMerges(repo, id, head)
     clock.advance(30_000)
     await exporter.idle()
     const synced = exporter.inventoryState(INV)?.sinks[0]
