@@ -162,10 +162,15 @@ export function compareItems(a: Item, b: Item): number {
  * order. Built from per-item hashes, a 1-item change costs one item's hashing, not ten thousand.
  */
 export function itemsChecksum(sortedItems: readonly Item[]): string {
-  // One string and a one-shot hash: 10,000 update() calls cost several times as much.
   const lines = new Array<string>(sortedItems.length)
   for (let i = 0; i < sortedItems.length; i++) lines[i] = itemHash(sortedItems[i] as Item)
-  return sha256(lines.join('\n'))
+  return checksumOfHashes(lines)
+}
+
+/** itemsChecksum from the items' hashes, in item order. */
+export function checksumOfHashes(hashes: readonly string[]): string {
+  // One string and a one-shot hash: 10,000 update() calls cost several times as much.
+  return sha256(hashes.join('\n'))
 }
 
 export function buildSnapshot(inventory: ObjectRef, cluster: string, items: readonly Item[]): Snapshot {

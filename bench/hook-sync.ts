@@ -25,7 +25,7 @@ const MODES = {
 } as const
 type Mode = keyof typeof MODES
 /** Printed in this order; the child's own phases, then the server's around them. */
-const PHASES = ['receive', 'digest', 'parse', 'validate', 'select', 'extract', 'hash', 'serialise', 'handOff', 'resultParse', 'report'] as const
+const PHASES = ['receive', 'digest', 'scan', 'parse', 'validate', 'select', 'extract', 'hash', 'serialise', 'handOff', 'resultParse', 'merge', 'report'] as const
 
 /** Round r's objects: cold bumps every resourceVersion, incremental one object's (and its replicas), unchanged none. */
 function roundObjects(objects: KubeObject[], mode: Mode, round: number): void {
@@ -92,6 +92,8 @@ export async function benchHookSync(counts = [1_000, TARGET_COUNT, 50_000, 100_0
   // The large targets take longer than the default 8 s deadline on loaded shared cores; the figure is the cost, not the bound.
   const server = await startHooksServerWith(`http://127.0.0.1:${exporter.exporterPort}`, {
     KOLLECT_HOOK_BODY_LIMIT: String(512 * 1024 * 1024), KOLLECT_SYNC_TIMEOUT_MS: '60000', KOLLECT_MAX_INFLIGHT_BYTES: String(1024 * 1024 * 1024),
+    // KOLLECT_* settings in the environment configure the hooks under test (KOLLECT_OBJECT_CACHE_BYTES=0: no incremental syncs).
+    ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('KOLLECT_') && e[1] !== undefined)),
   })
   const client = startSyncClient()
   let ok = true

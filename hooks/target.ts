@@ -1,4 +1,4 @@
-import { compareItems, itemHash, itemHashWithAttributes, itemKey, itemsChecksum } from '../api/canonical.js'
+import { itemHash, itemHashWithAttributes, itemKey, itemsChecksum } from '../api/canonical.js'
 import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec,
@@ -17,6 +17,7 @@ import { effectiveScope, scopeNames, scopesOf } from './scope.js'
 import { describeRejection, splitApiVersion, type Rejection } from './select.js'
 import { namespacesToRead, selectionFor, selectObject } from './selection.js'
 import { abortedTargetSync, NO_COUNTS, targetResponse, type Counts } from './target-status.js'
+import { TargetTally, type ObjectRecord, type Tallied } from './target-tally.js'
 
 export { abortedTargetSync, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from './target-status.js'
 
@@ -29,6 +30,14 @@ export interface TargetContext {
   observe?: (key: string, outcome: ObjectOutcome) => void
   /** Milliseconds spent per phase (select, extract, hash), added to: the benchmark's per-phase figures. */
   phases?: SyncPhases
+  /** Told each object's part in the sync, in key order: an incremental sync keeps them (server/extraction/incremental.ts). */
+  records?: RecordSink
+}
+
+export interface RecordSink {
+  add(key: string, record: ObjectRecord<Item>): void
+  /** Every object was tallied: the records are the whole answer's. Not called when a sync fails or stops. */
+  complete(tallied: Tallied<Item>): void
 }
 
 export interface SyncPhases {
@@ -136,12 +145,7 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
     return { ...result, response: { ...result.response, resyncAfterSeconds: NOT_WATCHED_RESYNC_SECONDS } }
   }
   const objects = related(req, key)
-  const items: Item[] = []
-  /** metadata.generation by object uid, so it follows the items through the sort. */
-  const generations = new Map<string, number | null>()
-  const failedKeys: string[] = []
-  const counts: Counts = { ...NO_COUNTS }
-  let itemBytes = 0
+  const tally = new TargetTally<Item>()
   const phases = ctx.phases
   let mark = phases ? performance.now() : 0
   // Adds the time since the last mark to a phase: two clock reads per object, only when asked.
@@ -151,34 +155,33 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       const { input, rejection } = selectObject(selection, object, profile.redactor)
       lap('select')
       const identity = identityOf(object, res.version, ref)
+      let record: ObjectRecord<Item>
       if (rejection !== null) {
         ctx.observe?.(key, { rejection })
         // A policy that errors on one object must not delete that object's exported item.
-        if (rejection.type === 'matchPolicyFailed') {
-          recordFailure(counts, key, describeRejection(rejection))
-          failedKeys.push(itemKey(identity))
+        record = rejection.type === 'matchPolicyFailed'
+          ? { matched: false, failure: describeRejection(rejection), failedKey: itemKey(identity) }
+          : NOT_SELECTED
+      } else {
+        const out = extractObject(input, profile, limits.maxItemBytes)
+        lap('extract')
+        ctx.observe?.(key, { errors: out.errors })
+        record = { matched: true }
+        if (out.errors.length > 0) record.failure = out.errors.join('; ')
+        if (!out.attributes) record.failedKey = itemKey(identity)
+        else {
+          const item = orderedItem(identity, out.attributes)
+          const hash = out.json !== undefined ? itemHashWithAttributes(item, out.json) : itemHash(item)
+          const generation = typeof object.metadata?.generation === 'number' ? object.metadata.generation : null
+          record.item = { value: item, hash, order: [item.group, item.version, item.kind, item.namespace, item.name, item.uid], generation, bytes: out.bytes }
+          lap('hash')
         }
-        continue
       }
-      counts.matchedCount++
-      const out = extractObject(input, profile, limits.maxItemBytes)
-      lap('extract')
-      ctx.observe?.(key, { errors: out.errors })
-      if (out.errors.length > 0) recordFailure(counts, key, out.errors.join('; '))
-      if (!out.attributes) {
-        failedKeys.push(itemKey(identity))
-        continue
-      }
-      itemBytes += out.bytes
-      if (itemBytes > limits.maxRequestItemBytes) {
+      tally.add(key, record)
+      ctx.records?.add(key, record)
+      if (tally.itemBytes > limits.maxRequestItemBytes) {
         return fail('OutputTooLarge', `extracted attributes exceed ${limits.maxRequestItemBytes} bytes for one sync; split the target or trim the profile`)
       }
-      const item = orderedItem(identity, out.attributes)
-      if (out.json !== undefined) itemHashWithAttributes(item, out.json)
-      items.push(item)
-      lap('hash')
-      generations.set(identity.uid, typeof object.metadata?.generation === 'number' ? object.metadata.generation : null)
-      counts.extractedCount++
     }
   } catch (err) {
     // A value past a runtime bound is the profile's doing, not one object's: stop the whole sync.
@@ -186,16 +189,12 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
     return { response: abortedTargetSync(req.parent, 'ResourceLimit', `extraction stopped: ${err.message}`), report: null, stopped: 'ResourceLimit' }
   }
   lap('select')
-  items.sort(compareItems)
-  const checksum = itemsChecksum(items)
-  const itemHashes = items.map(itemHash)
+  const tallied = tally.finish()
+  const { counts, items, failedKeys, checksum } = tallied
   lap('hash')
 
-  const conditions: Condition[] = [
-    counts.failedCount > 0
-      ? condition('Ready', true, 'ExtractedWithErrors', `${counts.failedCount} of ${counts.matchedCount} objects had extraction errors`, generation)
-      : condition('Ready', true, 'Extracted', `${counts.extractedCount} of ${counts.matchedCount} matched objects extracted`, generation),
-  ]
+  ctx.records?.complete(tallied)
+  const conditions = [extractedCondition(counts, generation)]
   if (selection.refused.length > 0) {
     const message = `namespaces not allowed by scope: ${selection.refused.join(', ')}${scopeNames(scope)}`
     conditions.push(condition('Degraded', true, 'ScopeNamespaceDenied', message, generation))
@@ -207,17 +206,21 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
       generation,
       ...(uid ? { uid } : {}),
       checksum,
-      items,
-      failedKeys: failedKeys.sort(),
-      itemHashes,
-      itemGenerations: items.map((item) => generations.get(item.uid) ?? null),
+      items: items.map((i) => i.value),
+      failedKeys,
+      itemHashes: items.map((i) => i.hash),
+      itemGenerations: items.map((i) => i.generation),
     },
   }
 }
 
-function recordFailure(counts: Counts, key: string, message: string): void {
-  counts.failedCount++
-  if (counts.lastError === '') counts.lastError = truncate(`${key}: ${message}`, 256)
+const NOT_SELECTED: ObjectRecord<Item> = Object.freeze({ matched: false })
+
+/** Ready, from what the objects gave. */
+export function extractedCondition(counts: Counts, generation: number): Condition {
+  return counts.failedCount > 0
+    ? condition('Ready', true, 'ExtractedWithErrors', `${counts.failedCount} of ${counts.matchedCount} objects had extraction errors`, generation)
+    : condition('Ready', true, 'Extracted', `${counts.extractedCount} of ${counts.matchedCount} matched objects extracted`, generation)
 }
 
 /** The item with its keys in code-unit order (its attributes come so from extractObject): hashed natively, see api/canonical.ts. */

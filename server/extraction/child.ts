@@ -5,20 +5,23 @@
 // Frames come and go on fd 3 (server/extraction/frames.ts); the IPC channel fork() opens only tells this
 // child that the server is gone.
 import net from 'node:net'
-import type { HeldReport } from '../../api/types.js'
+import type { HeldReport, Item } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { PluralResolution } from '../../hooks/plural.js'
 import { syncRequest, type SyncRequest } from '../../hooks/request.js'
-import { syncTarget, type SyncPhases } from '../../hooks/target.js'
+import { syncTarget, type RecordSink, type SyncPhases } from '../../hooks/target.js'
+import type { ObjectRecord, Tallied } from '../../hooks/target-tally.js'
 import { enableLinearRegExps } from '../process/regexp-engine.js'
 import { readJson } from '../protocol/json-depth.js'
 import { syncValidator } from '../protocol/request-schemas.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
+import { asTexts, encodeRecords, reportJson } from './records-wire.js'
 
 /** The body (job) or nothing (plural) follows as the frame's payload. */
 export type ToChild =
   /** namespace: the one the sync queued under (null: the server could not tell). */
-  | { type: 'job'; id: number; limits: ExpressionLimits; namespace: string | null }
+  /** records: answer with each object's record (records-wire.ts) instead of the report's items. */
+  | { type: 'job'; id: number; limits: ExpressionLimits; namespace: string | null; records?: boolean }
   | { type: 'plural'; id: number; plural: PluralResolution }
 
 /** The result as JSON text (done) follows as the payload; the others carry none. */
@@ -33,9 +36,10 @@ export type FromChild =
   }
   /**
    * The payload is the result without its report as JSON (headBytes long), then the report's
-   * JSON: the server parses the small first part and sends the report on as it is.
+   * JSON: the server parses the small first part and sends the report on as it is. With
+   * records, the records' JSON (metaBytes long, records-wire.ts) comes between the two.
    */
-  | { type: 'done'; id: number; phases: ChildPhases; headBytes: number; report: ReportSummary | null }
+  | { type: 'done'; id: number; phases: ChildPhases; headBytes: number; report: ReportSummary | null; records?: { metaBytes: number } }
   | { type: 'failed'; id: number; message: string }
 
 /** What the server reads of a report without parsing it: which report it is, and the count it logs. */
@@ -93,10 +97,22 @@ function warmUp(): void {
   )
 }
 
+class RecordCollector implements RecordSink {
+  readonly records: [string, ObjectRecord<Item>][] = []
+  tallied: Tallied<Item> | null = null
+  add(key: string, record: ObjectRecord<Item>): void {
+    this.records.push([key, record])
+  }
+
+  complete(tallied: Tallied<Item>): void {
+    this.tallied = tallied
+  }
+}
+
 function main(): void {
   enableLinearRegExps()
   const validate = syncValidator()
-  const waiting = new Map<number, { request: SyncRequest; limits: ExpressionLimits; phases: ChildPhases }>()
+  const waiting = new Map<number, { request: SyncRequest; limits: ExpressionLimits; phases: ChildPhases; records: boolean }>()
   const decoder = new FrameDecoder<ToChild>()
   const scratch = Buffer.allocUnsafe(64 * 1024)
   // Reads go straight into the body's buffer: no copy, and as many bytes a read as the pipe holds
@@ -109,7 +125,7 @@ function main(): void {
       buffer: () => decoder.readTarget(scratch),
       callback: (n: number) => {
         for (const { header, payload } of decoder.pushRead(n)) {
-          if (header.type === 'job') onJob(header.id, header.limits, header.namespace, payload)
+          if (header.type === 'job') onJob(header.id, header.limits, header.namespace, header.records === true, payload)
           else onPlural(header.id, header.plural)
         }
         return true
@@ -120,7 +136,7 @@ function main(): void {
     for (const part of encodeFrame(header, payload)) socket.write(part)
   }
 
-  const onJob = (id: number, limits: ExpressionLimits, queuedAs: string | null, body: Buffer) => {
+  const onJob = (id: number, limits: ExpressionLimits, queuedAs: string | null, records: boolean, body: Buffer) => {
     const start = performance.now()
     const read = readJson(body, limits.maxJsonDepth)
     if (!read.ok) return void send({ type: 'bad', id, code: read.code, message: read.detail })
@@ -142,7 +158,7 @@ function main(): void {
       return
     }
     const phases: ChildPhases = { parse: parsedAt - start, validate: performance.now() - parsedAt, select: 0, extract: 0, hash: 0, serialise: 0 }
-    waiting.set(id, { request, limits, phases })
+    waiting.set(id, { request, limits, phases, records })
     send({ type: 'parsed', id, parent: parentSummary(request.parent) })
   }
 
@@ -153,23 +169,35 @@ function main(): void {
     let head: string
     let report: string
     let summary: ReportSummary | null
+    let metaBytes: number | undefined
+    let reportBytes: Buffer | undefined
     const { phases } = job
     try {
-      const { report: synced, ...rest } = syncTarget(job.request, { plural, limits: job.limits, phases })
+      const collected = job.records ? new RecordCollector() : undefined
+      const { report: synced, ...rest } = syncTarget(job.request, { plural, limits: job.limits, phases, ...(collected ? { records: collected } : {}) })
       const serialising = performance.now()
       head = JSON.stringify(rest)
-      report = synced ? JSON.stringify(synced) : ''
       summary = synced && {
         target: synced.target, ...(synced.uid ? { uid: synced.uid } : {}),
         generation: synced.generation, checksum: synced.checksum, itemCount: synced.items.length,
       }
+      if (collected?.tallied && synced) {
+        const { texts, index } = asTexts(collected.tallied.items)
+        const { json, offsets } = reportJson(synced, { items: texts, failedKeys: synced.failedKeys })
+        const meta = encodeRecords(collected.records, texts, index, offsets)
+        metaBytes = Buffer.byteLength(meta)
+        report = meta
+        reportBytes = json
+      } else report = synced ? JSON.stringify(synced) : ''
       phases.serialise = performance.now() - serialising
     } catch (err) {
       // A bug, not the profile's doing: the server logs it; the message stays out of status.
       send({ type: 'failed', id, message: (err as Error).message })
       return
     }
-    send({ type: 'done', id, phases, headBytes: Buffer.byteLength(head), report: summary }, Buffer.from(head + report))
+    const records = metaBytes === undefined ? {} : { records: { metaBytes } }
+    const done: FromChild = { type: 'done', id, phases, headBytes: Buffer.byteLength(head), report: summary, ...records }
+    send(done, reportBytes ? Buffer.concat([Buffer.from(head + report), reportBytes]) : Buffer.from(head + report))
   }
 
   // The server is gone (or closed the pipe): nothing more will come.

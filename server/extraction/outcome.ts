@@ -24,6 +24,8 @@ export interface PoolOptions {
 export interface JobInfo {
   arrival: number
   namespace: string | null
+  /** Ask for each object's record (server/extraction/incremental.ts). */
+  records?: boolean
 }
 
 export type StopReason = 'EvaluationTimeout' | 'ResourceLimit'
@@ -35,8 +37,10 @@ interface PoolPhases extends ChildPhases {
 }
 
 /** A finished sync: its answer, and its report as the child serialised it (no sequence yet). */
-interface ChildResult extends Omit<TargetSyncResult, 'report'> {
+export interface ChildResult extends Omit<TargetSyncResult, 'report'> {
   report: (ReportSummary & { json: Buffer }) | null
+  /** The records' JSON (records-wire.ts), about the report's items, when asked for and every object was tallied. */
+  records?: Buffer
 }
 
 export type PoolOutcome =

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os'
 import type { KubeObject, KollectTargetSpec } from '../../api/types.js'
 import type { TargetSyncResult } from '../../hooks/target.js'
 import type { FromChild } from './child.js'
-import type { JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js'
+import type { ChildResult, JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js'
 import { FairQueue } from './queue.js'
 import { assignRole, sendToSlot, spawnSlot, stopSlot, type Slot as ChildSlot } from './slot.js'
 
@@ -22,6 +22,7 @@ interface Job {
   started?: number
   probation?: boolean
   body: Buffer | null
+  records: boolean
   parent: KubeObject | null
   resolve(outcome: PoolOutcome): void
   timer?: NodeJS.Timeout
@@ -82,7 +83,9 @@ export class ExtractPool {
   /** The body goes to a child as it is; the caller must not reuse it. */
   run(body: Buffer, info: JobInfo): Promise<PoolOutcome> {
     return new Promise((resolve) => {
-      const job: Job = { id: this.nextId++, namespace: info.namespace ?? UNKNOWN, arrival: info.arrival, body, parent: null, resolve }
+      const job: Job = {
+        id: this.nextId++, namespace: info.namespace ?? UNKNOWN, arrival: info.arrival, body, records: info.records === true, parent: null, resolve,
+      }
       this.queue.push(job)
       const refuseAt = job.arrival + this.options.timeoutMs * (1 - MIN_BUDGET_SHARE)
       job.timer = setTimeout(() => this.refuse(job), Math.max(0, refuseAt - performance.now()))
@@ -146,7 +149,8 @@ export class ExtractPool {
     const body = job.body as Buffer
     job.body = null
     // The child refuses a body whose parsed namespace is not the one it queued under.
-    sendToSlot(slot, { type: 'job', id: job.id, limits: this.options.limits, namespace: job.namespace || null }, body)
+    const records = job.records ? { records: true } : {}
+    sendToSlot(slot, { type: 'job', id: job.id, limits: this.options.limits, namespace: job.namespace || null, ...records }, body)
   }
 
   /** A queued sync whose budget is mostly gone: better a 429 now than an answer too late. */
@@ -176,7 +180,10 @@ export class ExtractPool {
       case 'done': {
         const parsing = performance.now()
         const head = JSON.parse(payload.toString('utf8', 0, msg.headBytes)) as Omit<TargetSyncResult, 'report'>
-        const result = { ...head, report: msg.report ? { ...msg.report, json: payload.subarray(msg.headBytes) } : null }
+        const rest = payload.subarray(msg.headBytes)
+        const meta = msg.records ? rest.subarray(0, msg.records.metaBytes) : null
+        const json = meta ? rest.subarray(meta.length) : rest
+        const result: ChildResult = { ...head, report: msg.report ? { ...msg.report, json } : null, ...(meta ? { records: meta } : {}) }
         const now = performance.now()
         const c = msg.phases
         // Everything between the job's start here and its result that the child did not account for: frames, pipe, plural lookup.

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import path from 'node:path'
+import { getHeapStatistics } from 'node:v8'
 import { clusterLabelProblem } from '../../api/names.js'
 import { DEFAULT_LIMITS, type ExpressionLimits } from '../../hooks/limits.js'
 import type { HookAuth } from '../guards/auth.js'
@@ -40,6 +41,9 @@ export interface Config {
   syncTimeoutMs: number
   /** Answers kept for target syncs whose next body may be byte for byte the same (0: none). */
   unchangedSyncs: number
+  /** Bytes of object records kept for incremental target syncs (0: off), and one namespace's share of them. */
+  objectCacheBytes: number
+  objectCacheNamespaceShare: number
   /** Heap limit of one extraction child process. */
   workerMemoryMb: number
   /** Bytes of items (as the exporter charges them) the exporter holds at most. */
@@ -65,6 +69,14 @@ const DEFAULT_ITEM_BUDGET_BYTES = 128 * 1024 * 1024
 const DEFAULT_NAMESPACE_SHARE = 0.25
 
 type Env = Record<string, string | undefined>
+
+/**
+ * A tenth of this process's heap limit, at most 128 MiB: the records sit in the heap next to the
+ * bodies in flight (and, in one process, the exporter's items), so a small heap keeps fewer.
+ */
+function defaultObjectCacheBytes(): number {
+  return Math.min(128 * 1024 * 1024, Math.floor(getHeapStatistics().heap_size_limit / 10))
+}
 
 function int(env: Env, name: string, fallback: number): number {
   const raw = env[name]
@@ -213,6 +225,8 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     extractReserve: int(env, 'KOLLECT_EXTRACT_RESERVE', 1),
     syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),
     unchangedSyncs: int(env, 'KOLLECT_UNCHANGED_SYNCS', 1000),
+    objectCacheBytes: int(env, 'KOLLECT_OBJECT_CACHE_BYTES', defaultObjectCacheBytes()),
+    objectCacheNamespaceShare: fraction(env, 'KOLLECT_OBJECT_CACHE_NAMESPACE_SHARE', 0.25),
     workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
     itemBudgetBytes: int(env, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES', DEFAULT_ITEM_BUDGET_BYTES),
     namespaceShare: fraction(env, 'KOLLECT_EXPORTER_NAMESPACE_SHARE', DEFAULT_NAMESPACE_SHARE),

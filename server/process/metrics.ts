@@ -11,6 +11,10 @@ export interface Metrics {
   staleReports: Counter<'target' | 'dropped'>
   /** Target syncs whose body was byte for byte one already answered: reused, or run again because the exporter lacked its report. */
   unchangedSyncs: Counter<'result'>
+  /** Objects of incremental target syncs: given their kept record again, or extracted. */
+  syncObjects: Counter<'result'>
+  /** What the kept object records are charged, read when scraped. */
+  setObjectCacheBytes(read: () => number): void
   /** KOLLECT_EXPORTER_PEERS: calls a peer failed, by call and the role the peer last answered with. */
   exporterPeerFailures: Counter<'call' | 'role'>
   exporterObserver: ExporterObserver
@@ -156,6 +160,22 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     labelNames: ['result'] as const,
     registers: [hooks],
   })
+  const syncObjects = new Counter({
+    name: 'kollect_sync_objects_total',
+    help: 'Objects of target syncs read incrementally: given the record their identical bytes gave in the target\'s last sync (result=reused), ' +
+      'or sent to extraction (result=extracted).',
+    labelNames: ['result'] as const,
+    registers: [hooks],
+  })
+  let objectCacheBytes = () => 0
+  new Gauge({
+    name: 'kollect_object_cache_bytes',
+    help: 'Bytes charged for the object records this hooks replica keeps for incremental target syncs (KOLLECT_OBJECT_CACHE_BYTES).',
+    registers: [hooks],
+    collect() {
+      this.set(objectCacheBytes())
+    },
+  })
   const merged = Registry.merge([registry, ...(role === 'exporter' ? [] : [hooks]), ...(role === 'hooks' ? [] : [exporter])])
   const sinkLabel = (s: { namespace: string; name: string }) => (s.namespace ? `${s.namespace}/${s.name}` : s.name)
   return {
@@ -166,6 +186,10 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     hookShed,
     staleReports,
     unchangedSyncs,
+    syncObjects,
+    setObjectCacheBytes(read) {
+      objectCacheBytes = read
+    },
     exporterPeerFailures,
     exporterObserver: {
       onExport(e) {

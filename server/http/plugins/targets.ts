@@ -8,6 +8,9 @@ import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../..
 import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../../../hooks/target.js'
 import { sniffNamespace } from '../../extraction/namespace-sniff.js'
 import { MIN_BUDGET_SHARE } from '../../extraction/pool.js'
+import { IncrementalSyncs } from '../../extraction/incremental.js'
+import { ObjectCache } from '../../extraction/object-cache.js'
+import type { JobInfo } from '../../extraction/outcome.js'
 import { UnchangedSyncs } from '../../extraction/unchanged.js'
 import { KollectError } from '../../protocol/errors.js'
 import { customizeSchema, syncSchema } from '../../protocol/request-schemas.js'
@@ -25,6 +28,16 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
   // raw bytes only (and sniffs the namespace that queues them).
   const nextSequence = reportSequence()
   const unchanged = new UnchangedSyncs(config.unchangedSyncs)
+  const incremental = new IncrementalSyncs(
+    new ObjectCache(config.objectCacheBytes, config.objectCacheNamespaceShare), deps.resolvePlural, config.limits, {
+      counted(reused, extracted) {
+        metrics.syncObjects.inc({ result: 'reused' }, reused)
+        metrics.syncObjects.inc({ result: 'extracted' }, extracted)
+      },
+      failed: (message) => app.log.error({ error: message }, 'keeping a target sync\'s object records failed'),
+    },
+  )
+  metrics.setObjectCacheBytes(() => incremental.cache.bytes)
   const arrivals = new WeakMap<FastifyRequest, number>()
   const hashers = new WeakMap<FastifyRequest, Hash>()
   await app.register(async (raw) => {
@@ -58,7 +71,8 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
         unchanged.forget(digest)
         metrics.unchangedSyncs.inc({ result: 'exporter-lacks' })
       }
-      const outcome = await app.extractPool.run(bytes, { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) })
+      const job: JobInfo = { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) }
+      const { outcome, scanMs, mergeMs, settle } = await incremental.extract(bytes, job, (body, info) => app.extractPool.run(body, info))
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
       // Overload answers 429 with Retry-After (a quarter of the budget), never a late 5xx.
       if (outcome.kind === 'queued' || outcome.kind === 'busy') {
@@ -99,12 +113,14 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
           response = staleItemsTargetSync(response, result.staleItems)
         }
       }
+      settle(whole)
       // Kept only when the exporter took the whole report: then a byte-identical resync would get this answer again.
       if (digest !== null && whole && report) {
         const { target: ref, uid, generation, checksum } = report
         unchanged.remember(digest, response, { target: ref, ...(uid ? { uid } : {}), generation, checksum })
       }
-      app.extractPool.lastPhases = { receive: received, digest: digested, ...outcome.phases, report: performance.now() - reporting }
+      const reportMs = performance.now() - reporting
+      app.extractPool.lastPhases = { receive: received, digest: digested, scan: scanMs, ...outcome.phases, merge: mergeMs ?? 0, report: reportMs }
       const failed = response.status.failedCount ?? 0
       if (failed > 0) metrics.extractionErrors.inc({ target: refKey(report?.target ?? { namespace: '', name: '' }) }, failed)
       return response

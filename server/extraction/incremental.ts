@@ -1,0 +1,254 @@
+// Incremental target syncs. Metacontroller sends a target's whole related set at every sync, and
+// at a resync almost every object is byte for byte the one it sent last time. The route reads
+// the body's structure without parsing it (body-scan.ts), hashes each object's bytes, and sends
+// an extraction child only the objects whose hash it has no record for; the records of the
+// others are the ones their bytes gave last time (object-cache.ts). The sum is the same answer,
+// and the same report, that extracting every object gives (hooks/target-tally.ts).
+import { createHash } from 'node:crypto'
+import type { KollectTargetSpec, KubeObject, TargetStatus } from '../../api/types.js'
+import type { ExpressionLimits } from '../../hooks/limits.js'
+import type { PluralResolution } from '../../hooks/plural.js'
+import { typeKey, type SyncResponse } from '../../hooks/request.js'
+import { extractedCondition } from '../../hooks/target.js'
+import { targetResponse } from '../../hooks/target-status.js'
+import { TargetTally, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
+import { memberDigest, MemberScan, onlySpaceAfter, skipSpace, type KnownMember, type Member } from './body-scan.js'
+import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
+import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
+import { readJson } from '../protocol/json-depth.js'
+import { decodeRecords, reportJson } from './records-wire.js'
+
+export interface SyncPlan {
+  /** namespace/name/uid of the target. */
+  target: string
+  namespace: string
+  /** The body as it came, and what the extraction child gets (with records asked for). */
+  source: Buffer
+  body: Buffer
+  /**
+   * true: body holds only the objects that have no kept record, and merge() adds the others in.
+   * false: body is the whole body, the child's answer stands, and remember() keeps its records.
+   */
+  reduced: boolean
+  /** Objects in body. */
+  extracting: number
+  /** The members of the target kind's map; digest set on those that kept their last sync's bytes. */
+  members: (Member & { digest?: string })[]
+  kept: ReadonlyMap<string, ObjectRecord<string>>
+  /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
+  finish(): string | null
+}
+
+export type Merged =
+  | { kind: 'merged'; result: ChildResult; entry: CacheEntry }
+  /** The child did not tally every object (a broken spec, a stopped sync): its answer stands as it is. */
+  | { kind: 'as-is' }
+  /** The kept records and the new ones do not add up (or pass the item bytes bound): extract the whole body. */
+  | { kind: 'whole' }
+
+const COMMA = Buffer.from(',')
+/** Objects read before deciding: when none has its last sync's bytes, every object is extracted. */
+const SAMPLE = 64
+const NONE: ReadonlyMap<string, ObjectRecord<string>> = new Map()
+
+/** A sync's extraction, and what to do once the exporter has answered: whole, it took the report whole. */
+export interface Extraction {
+  outcome: PoolOutcome
+  /** Milliseconds spent reading the body's structure before the child got it, and adding kept records to the child's. */
+  scanMs: number
+  mergeMs?: number
+  settle(whole: boolean): void
+}
+
+const NOTHING = (): void => undefined
+
+export class IncrementalSyncs {
+  constructor(
+    readonly cache: ObjectCache,
+    private readonly resolvePlural: (resource: KollectTargetSpec['resource'] | undefined) => Promise<PluralResolution>,
+    private readonly limits: ExpressionLimits,
+    private readonly observe: {
+      /** Per sync read incrementally: how many objects kept their record, and how many were extracted. */
+      counted?: (reused: number, extracted: number) => void
+      /** A bug while keeping records after the answer has gone (never request data). */
+      failed?: (message: string) => void
+    } = {},
+  ) {}
+
+  /** Runs a target sync's extraction with run (the pool's), incrementally when the body allows it. */
+  async extract(bytes: Buffer, job: JobInfo, run: (body: Buffer, job: JobInfo) => Promise<PoolOutcome>): Promise<Extraction> {
+    const scanning = performance.now()
+    const plan = await this.plan(bytes)
+    const scanMs = performance.now() - scanning
+    if (!plan) return { outcome: await run(bytes, job), scanMs, settle: NOTHING }
+    let outcome = await run(plan.body, { ...job, records: true })
+    if (outcome.kind !== 'done') {
+      this.forget(plan)
+      return { outcome, scanMs, settle: NOTHING }
+    }
+    if (!plan.reduced) {
+      const { result } = outcome
+      this.observe.counted?.(0, plan.members.length)
+      // The rest of the body is read once the answer has gone: it only serves the next sync.
+      return { outcome, scanMs, settle: (whole) => (whole ? void setImmediate(() => this.remember(plan, result)) : this.forget(plan)) }
+    }
+    const merging = performance.now()
+    const merged = this.merge(plan, outcome.result)
+    if (merged.kind === 'merged') {
+      this.observe.counted?.(plan.members.length - plan.extracting, plan.extracting)
+      const settle = (whole: boolean) => (whole ? this.commit(plan, merged.entry) : this.forget(plan))
+      return { outcome: { ...outcome, result: merged.result }, scanMs, mergeMs: performance.now() - merging, settle }
+    }
+    this.forget(plan)
+    // Records that do not add up: the whole body, the ordinary way, within the same deadline.
+    if (merged.kind === 'whole') outcome = await run(bytes, job)
+    return { outcome, scanMs, settle: NOTHING }
+  }
+
+  /**
+   * How to run this body incrementally, or null when it is not the plain shape Metacontroller
+   * writes (parent before related, no duplicate or escaped keys on the way to the objects): the
+   * body then goes to a child as without the cache.
+   */
+  private async plan(body: Buffer): Promise<SyncPlan | null> {
+    if (!this.cache.enabled) return null
+    const top = new MemberScan(body, skipSpace(body, 0), undefined, 'related')
+    top.step()
+    const relatedAt = top.paused
+    const parentAt = top.members.find((m) => m.key === 'parent')
+    if (!relatedAt || !parentAt) return null
+    // Read as the child reads bodies: bounded in depth (what follows recurses), and without __proto__ keys.
+    const read = readJson(body.subarray(parentAt.start, parentAt.end), this.limits.maxJsonDepth)
+    if (!read.ok) return null
+    const parent = read.value as KubeObject | null
+    const meta = parent?.metadata
+    const spec = parent?.['spec'] as Partial<KollectTargetSpec> | undefined
+    const res = spec?.resource
+    if (typeof meta?.namespace !== 'string' || typeof meta.name !== 'string' || typeof meta.uid !== 'string') return null
+    if (typeof res?.version !== 'string' || typeof res.kind !== 'string' || (res.group !== undefined && typeof res.group !== 'string')) return null
+    const key = typeKey(res.group, res.version, res.kind)
+    const related = new MemberScan(body, relatedAt.start, undefined, key)
+    related.step()
+    const typeAt = related.paused
+    if (!typeAt) return null
+    const plural = await this.resolvePlural(res)
+    const target = `${meta.namespace}/${meta.name}/${meta.uid}`
+    const entry = this.cache.get(target)
+    const objects = new MemberScan(body, typeAt.start, entry?.members)
+    let fingerprint: string | null | undefined
+    const finish = (): string | null => {
+      if (fingerprint !== undefined) return fingerprint
+      fingerprint = null
+      objects.step()
+      if (!objects.result) return null
+      related.resume(objects.end)
+      related.step()
+      if (!related.result) return null
+      top.resume(related.end)
+      top.step()
+      if (!top.result || !onlySpaceAfter(body, top.end)) return null
+      // Everything an object's record depends on besides its own bytes: the target's identity and
+      // spec, the plural, and every other related object (the profile, the scopes, namespaces).
+      return (fingerprint = createHash('sha256')
+        .update(JSON.stringify([meta.namespace, meta.name, meta.uid, spec, plural, key]))
+        .update(body.subarray(relatedAt.start, typeAt.keyStart))
+        .update(body.subarray(objects.end, related.end))
+        .digest('base64'))
+    }
+    const whole: SyncPlan = {
+      target, namespace: meta.namespace, source: body, body, reduced: false, extracting: 0, members: objects.members, kept: NONE, finish,
+    }
+
+    // A first sync, or one in which the first objects all changed: the child gets the whole
+    // body at once, and the rest is read once the sync is answered (remember()).
+    objects.step(SAMPLE)
+    if (!entry || !objects.members.some((m) => m.digest !== undefined)) return whole
+    if (finish() === null) return null
+    const changed = entry.fingerprint === fingerprint ? objects.members.filter((m) => m.digest === undefined) : objects.members
+    if (changed.length === objects.members.length) return { ...whole, extracting: changed.length }
+    // The body with only the changed objects in the target kind's map.
+    const parts: Buffer[] = [body.subarray(0, typeAt.start + 1)]
+    changed.forEach((m, i) => {
+      if (i > 0) parts.push(COMMA)
+      parts.push(body.subarray(m.keyStart, m.end))
+    })
+    parts.push(body.subarray(objects.end - 1))
+    return { ...whole, body: Buffer.concat(parts), reduced: true, extracting: changed.length, kept: entry.records }
+  }
+
+  /** A reduced plan's child answer, with the kept records added in: the answer for the whole body. */
+  private merge(plan: SyncPlan, result: ChildResult): Merged {
+    if (!result.records || !result.report) return { kind: 'as-is' }
+    const fresh = decodeRecords(result.records, result.report.json)
+    if (!fresh || fresh.size !== plan.extracting) return { kind: 'whole' }
+    const entry = this.entry(plan, fresh)
+    if (!entry) return { kind: 'whole' }
+    const { tallied } = entry
+    if (tallied.itemBytes > this.limits.maxRequestItemBytes) return { kind: 'whole' }
+    const { counts, items, checksum } = tallied
+    const { target, uid, generation } = result.report
+    const status = result.response.status
+    const conditions = [extractedCondition(counts, generation), ...(status.conditions ?? []).filter((c) => c.type !== 'Ready')]
+    const response: SyncResponse<TargetStatus> = targetResponse(counts, checksum, status.resource, conditions, generation)
+    const head = { target, generation, ...(uid ? { uid } : {}), checksum }
+    const { json } = reportJson(head, tallied)
+    return { kind: 'merged', result: { response, report: { ...head, itemCount: items.length, json } }, entry: entry.entry }
+  }
+
+  /**
+   * After a whole plan's sync was answered and its report taken whole: reads the rest of the body
+   * and keeps the child's records for the next sync. Off the sync's path: its answer has gone.
+   */
+  private remember(plan: SyncPlan, result: ChildResult): void {
+    try {
+      // Records cost at least their items' text: a report past the share would be read only to be dropped.
+      const tooLarge = (result.report?.json.length ?? 0) > this.cache.namespaceBytes
+      const fresh = result.records && result.report && !tooLarge && plan.finish() !== null ? decodeRecords(result.records, result.report.json) : null
+      const built = fresh && fresh.size === plan.members.length ? this.entry(plan, fresh) : null
+      if (built) return this.commit(plan, built.entry)
+    } catch (err) {
+      // Nothing is lost: the target's next sync extracts every object.
+      this.observe.failed?.((err as Error).message)
+    }
+    this.forget(plan)
+  }
+
+  /** The sync's report was taken whole: its records serve the target's next sync. */
+  private commit(plan: SyncPlan, entry: CacheEntry): void {
+    this.cache.set(plan.target, entry)
+  }
+
+  private forget(plan: SyncPlan): void {
+    this.cache.delete(plan.target)
+  }
+
+  /** Every object's record (the child's, else the kept one), tallied in key order as syncTarget does, and the entry that keeps them. */
+  private entry(plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>):
+    { entry: CacheEntry; tallied: Tallied<string> & { itemBytes: number } } | null {
+    const tally = new TargetTally<string>()
+    const records = new Map<string, ObjectRecord<string>>()
+    const known: KnownMember[] = new Array(plan.members.length)
+    let bytes = 0
+    plan.members.forEach((m, i) => {
+      const digest = m.digest ?? memberDigest(plan.source, m.keyStart, m.end)
+      known[i] = { key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest }
+    })
+    for (const m of inKeyOrder(plan.members)) {
+      const record = fresh.get(m.key) ?? (m.digest !== undefined ? plan.kept.get(m.key) : undefined)
+      if (!record) return null
+      tally.add(m.key, record)
+      records.set(m.key, record)
+      bytes += recordBytes(m.key, record)
+    }
+    const itemBytes = tally.itemBytes
+    const entry = { namespace: plan.namespace, fingerprint: plan.finish() as string, members: known, records, bytes }
+    return { entry, tallied: { ...tally.finish(), itemBytes } }
+  }
+}
+
+function inKeyOrder<M extends Member>(members: M[]): M[] {
+  for (let i = 1; i < members.length; i++) {
+    if ((members[i - 1] as M).key > (members[i] as M).key) return [...members].sort((a, b) => (a.key < b.key ? -1 : 1))
+  }
+  return members
+}

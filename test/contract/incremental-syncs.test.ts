@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import type { KubeObject, TargetReport, TargetStatus } from '../../api/types.js'
+import { post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
+import { TYPES, controllerFor, deployment, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
+
+// Issue 28: a resync extracts only the objects whose bytes changed since the target's last sync,
+// and its answer and report are exactly those of extracting every object. Each sync goes to two
+// hooks servers: one with kept records, one without (KOLLECT_OBJECT_CACHE_BYTES=0).
+
+const SYNC = '/hooks/targets/sync'
+
+interface Answer { status: TargetStatus }
+interface Sent { answer: Answer; report: TargetReport | undefined }
+
+/** A hooks server that keeps what it sends the exporter. */
+async function recording(env: Record<string, string>): Promise<HooksServer & { reports: TargetReport[] }> {
+  const server = await startHooksServer(env)
+  const reports: TargetReport[] = []
+  const report = server.exporter.reportTarget.bind(server.exporter)
+  server.exporter.reportTarget = async (r) => {
+    const parsed = JSON.parse(Buffer.from((r as { json: Uint8Array }).json).toString('utf8')) as TargetReport & { sequence?: number }
+    // The arrival stamp is each server's own.
+    delete parsed.sequence
+    reports.push(parsed)
+    return report(r)
+  }
+  return Object.assign(server, { reports })
+}
+
+async function objectsCounted(server: HooksServer): Promise<{ reused: number; extracted: number }> {
+  const values = (await server.metrics.syncObjects.get()).values
+  const of = (result: string) => values.find((v) => v.labels.result === result)?.value ?? 0
+  return { reused: of('reused'), extracted: of('extracted') }
+}
+
+type Recording = Awaited<ReturnType<typeof recording>>
+
+async function send(server: Recording, body: string): Promise<Sent> {
+  const before = server.reports.length
+  const res = await post(server.url + SYNC, body)
+  assert.equal(res.status, 200, res.text)
+  return { answer: res.json() as Answer, report: server.reports.length > before ? server.reports.at(-1) : undefined }
+}
+
+const bump = (o: KubeObject, rv: string, replicas?: number) => {
+  ;(o.metadata as { resourceVersion: string }).resourceVersion = rv
+  if (replicas !== undefined) (o as { spec: { replicas: number } }).spec.replicas = replicas
+}
+
+describe('incremental target syncs', () => {
+  let kept: Recording
+  let plain: Recording
+  before(async () => {
+    // Repeated bodies must reach extraction here, not the unchanged-answer path.
+    kept = await recording({ KOLLECT_UNCHANGED_SYNCS: '0' })
+    plain = await recording({ KOLLECT_UNCHANGED_SYNCS: '0', KOLLECT_OBJECT_CACHE_BYTES: '0' })
+  })
+  after(async () => {
+    await kept?.close()
+    await plain?.close()
+  })
+
+  /** Sends the body to both servers; their answers and reports must be the same. Returns the objects the kept one reused and extracted. */
+  async function both(body: Record<string, unknown>): Promise<{ sent: Sent; reused: number; extracted: number }> {
+    const text = goJson(body)
+    const start = await objectsCounted(kept)
+    const [a, b] = [await send(kept, text), await send(plain, text)]
+    assert.deepEqual(a.answer, b.answer, 'the same answer with and without kept records')
+    assert.deepEqual(a.report, b.report, 'the same report with and without kept records')
+    const end = await objectsCounted(kept)
+    return { sent: a, reused: end.reused - start.reused, extracted: end.extracted - start.extracted }
+  }
+
+  test('a resync extracts only what changed, was added or is new, and answers as extracting everything', async () => {
+    const objects = Array.from({ length: 8 }, (_, i) => deployment(i))
+    const first = await both(targetSyncRequest(objects))
+    assert.deepEqual([first.reused, first.extracted], [0, 8])
+    assert.equal(first.sent.answer.status.extractedCount, 8)
+
+    const again = await both(targetSyncRequest(objects))
+    assert.deepEqual([again.reused, again.extracted], [8, 0])
+    assert.equal(again.sent.report?.checksum, first.sent.report?.checksum)
+
+    bump(objects[3] as KubeObject, '900001', 9)
+    const changed = await both(targetSyncRequest(objects))
+    assert.deepEqual([changed.reused, changed.extracted], [7, 1])
+    assert.equal(changed.sent.report?.items.find((i) => i.name === 'web-00003')?.attributes['replicas'], 9)
+    assert.notEqual(changed.sent.report?.checksum, first.sent.report?.checksum)
+
+    // One gone, one new (sorted into the middle of the map, as Go writes it).
+    objects.splice(5, 1)
+    objects.push(deployment(4, { name: 'web-00004b' }))
+    const churn = await both(targetSyncRequest(objects))
+    assert.deepEqual([churn.reused, churn.extracted], [7, 1])
+    assert.deepEqual(churn.sent.report?.items.map((i) => i.name).includes('web-00005'), false)
+    assert.equal(churn.sent.answer.status.extractedCount, 8)
+  })
+
+  test('an object whose resourceVersion stays but whose bytes change is extracted again', async () => {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(target.metadata as object, { name: 'liar', uid: 'uid-liar' })
+    const objects = Array.from({ length: 4 }, (_, i) => deployment(i))
+    await both(targetSyncRequest(objects, { target }))
+    ;(objects[2] as { spec: { replicas: number } }).spec.replicas = 7
+    const lied = await both(targetSyncRequest(objects, { target }))
+    assert.deepEqual([lied.reused, lied.extracted], [3, 1])
+    assert.equal(lied.sent.report?.items.find((i) => i.name === 'web-00002')?.attributes['replicas'], 7)
+  })
+
+  test('failed objects keep their failure, failed key and lastError across resyncs', async () => {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml')) as KubeObject & { spec: Record<string, unknown> }
+    Object.assign(target.metadata as object, { name: 'failing', uid: 'uid-failing' })
+    // A policy that errors on objects without the label: they fail, and their items stay held.
+    target.spec['matchPolicy'] = "object.metadata.labels['shard'] == 'a'"
+    const profile = structuredClone(loadExampleCr('profile-deployments.yaml')) as KubeObject & { spec: { attributes: Record<string, unknown>[] } }
+    profile.spec.attributes.push({ name: 'broken', cel: 'object.spec.replicas / (object.spec.replicas - object.spec.replicas)' })
+    const objects = Array.from({ length: 6 }, (_, i) => deployment(i))
+    for (const o of objects.slice(0, 3)) (o.metadata as { labels: Record<string, string> }).labels['shard'] = 'a'
+    const first = await both(targetSyncRequest(objects, { target, profile }))
+    assert.equal(first.sent.answer.status.failedCount, 6, 'three policy errors, three extraction errors')
+    assert.ok(first.sent.answer.status.lastError)
+    assert.equal(first.sent.report?.failedKeys.length, 6, 'every failed object keeps its last item')
+    bump(objects[4] as KubeObject, '900100')
+    const again = await both(targetSyncRequest(objects, { target, profile }))
+    assert.deepEqual([again.reused, again.extracted], [5, 1])
+    assert.equal(again.sent.answer.status.lastError, first.sent.answer.status.lastError)
+  })
+
+  test('a change of profile, target spec, scopes or namespace labels extracts every object again', async () => {
+    const objects = Array.from({ length: 5 }, (_, i) => deployment(i))
+    const profile = loadExampleCr('profile-deployments.yaml')
+    const target = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(target.metadata as object, { name: 'invalidated', uid: 'uid-invalidated' })
+    const body = (extra: Parameters<typeof targetSyncRequest>[1] = {}) =>
+      targetSyncRequest(objects, { profile: structuredClone(profile), target: structuredClone(target), ...extra })
+    await both(body())
+    assert.deepEqual((await both(body())).extracted, 0)
+
+    const trimmed = structuredClone(profile) as KubeObject & { spec: { attributes: unknown[] } }
+    trimmed.spec.attributes = trimmed.spec.attributes.slice(0, 2)
+    const byProfile = await both(body({ profile: trimmed }))
+    assert.deepEqual([byProfile.reused, byProfile.extracted], [0, 5])
+    assert.deepEqual(Object.keys(byProfile.sent.report?.items[0]?.attributes ?? {}).sort(), ['images', 'replicas'])
+
+    const narrowed = structuredClone(target) as KubeObject & { spec: Record<string, unknown> }
+    narrowed.spec['labelSelector'] = { matchLabels: { tier: 'backend' } }
+    const bySpec = await both(body({ target: narrowed }))
+    assert.deepEqual([bySpec.reused, bySpec.extracted], [0, 5])
+    assert.equal(bySpec.sent.answer.status.extractedCount, 0)
+
+    await both(body())
+    const scope: KubeObject = {
+      apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope',
+      metadata: { name: 'team-a', namespace: 'team-a', uid: 'uid-scope', generation: 1, resourceVersion: '1' },
+      spec: { allowedNamespaces: ['team-a'], deniedNamespaces: [] },
+    }
+    const byScope = await both(body({ scopes: [scope] }))
+    assert.deepEqual([byScope.reused, byScope.extracted], [0, 5])
+
+    // Namespace labels: Metacontroller applies the namespaceSelector, so a namespace that loses the
+    // label takes its objects out of the related set: they leave the items, the rest are kept.
+    const bySelector = structuredClone(target) as KubeObject & { spec: Record<string, unknown> }
+    bySelector.spec['namespaceSelector'] = { matchLabels: { stage: 'prod' } }
+    const mixed = [...objects, deployment(9, { namespace: 'team-a-canary' })]
+    const selected = (objs: KubeObject[]) => syncRequest(controllerFor('kollect-targets'), bySelector, relatedMap(
+      [TYPES.scope, TYPES.profile, TYPES.deployment], { [TYPES.profile]: [profile], [TYPES.deployment]: objs },
+    ))
+    assert.equal((await both(selected(mixed))).extracted, 6)
+    const unlabelled = await both(selected(objects))
+    assert.deepEqual([unlabelled.reused, unlabelled.extracted], [5, 0])
+    assert.equal(unlabelled.sent.report?.items.some((i) => i.namespace === 'team-a-canary'), false)
+  })
+
+  test("one target's records never answer another's, in the same namespace or another", async () => {
+    const objects = Array.from({ length: 3 }, (_, i) => deployment(i))
+    const a = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(a.metadata as object, { name: 'tenant-a', uid: 'uid-tenant-a' })
+    await both(targetSyncRequest(objects, { target: a }))
+    assert.equal((await both(targetSyncRequest(objects, { target: a }))).reused, 3)
+
+    const b = structuredClone(a)
+    Object.assign(b.metadata as object, { name: 'tenant-b', uid: 'uid-tenant-b' })
+    const other = await both(targetSyncRequest(objects, { target: b }))
+    assert.deepEqual([other.reused, other.extracted], [0, 3])
+    assert.ok(other.sent.report?.items.every((i) => i.target.name === 'tenant-b'))
+
+    // The same name and namespace with a new uid is a new target (deleted and created again).
+    const recreated = structuredClone(a)
+    Object.assign(recreated.metadata as object, { uid: 'uid-tenant-a-2' })
+    assert.deepEqual((await both(targetSyncRequest(objects, { target: recreated }))).reused, 0)
+  })
+})
+
+test('a target whose records pass its namespace share is not kept: its resyncs extract every object', async () => {
+  // 64 KiB with a quarter per namespace: 16 KiB, less than 40 objects' records.
+  const server = await recording({ KOLLECT_UNCHANGED_SYNCS: '0', KOLLECT_OBJECT_CACHE_BYTES: String(64 * 1024), KOLLECT_OBJECT_CACHE_NAMESPACE_SHARE: '0.25' })
+  try {
+    const small = targetSyncRequest([deployment(1)])
+    const large = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(large.metadata as object, { name: 'large', uid: 'uid-large' })
+    const many = targetSyncRequest(Array.from({ length: 40 }, (_, i) => deployment(i)), { target: large })
+    for (const body of [small, small, many, many]) await send(server, goJson(body))
+    assert.deepEqual(await objectsCounted(server), { reused: 1, extracted: 81 })
+    const held = Number((await server.metrics.registry.getSingleMetricAsString('kollect_object_cache_bytes')).match(/^kollect_object_cache_bytes (\d+)$/m)?.[1])
+    assert.ok(held > 0 && held <= 16 * 1024, `the small target's records are kept, within the share: ${held}`)
+  } finally {
+    await server.close()
+  }
+})
