@@ -168,6 +168,13 @@ export interface TargetReport {
   sequence?: number
   /** Parallel to items: each object's metadata.generation, null where it has none. */
   itemGenerations?: (number | null)[]
+  /**
+   * Set on a report that holds only what changed since the report whose checksum this is (of
+   * the same uid): its items are the new and changed ones, removedKeys the items gone, and
+   * failedKeys all of them. An exporter that does not hold that report answers BaseMismatch.
+   */
+  base?: string
+  removedKeys?: string[]
 }
 
 /**
@@ -252,6 +259,8 @@ export type ReportResult =
   | { accepted: true; /** Items older (metadata.generation) than the held ones, which were kept. */ staleItems?: number }
   | { accepted: false; reason: 'ResourceLimit'; message: string }
   | { accepted: false; reason: 'Stale'; message: string; heldGeneration: number; heldChecksum: string }
+  /** A report of changes only, to a report this exporter does not hold: the whole report must follow. */
+  | { accepted: false; reason: 'BaseMismatch'; message: string }
 
 /** Which report of a target: the one a resync would send again when its body did not change. */
 export interface HeldReport {
@@ -264,6 +273,8 @@ export interface HeldReport {
 /** The one seam between the hooks server and the exporter, in-process or over loopback HTTP. */
 export interface ExporterClient {
   reportTarget(report: TargetReport | SerialisedReport): Promise<ReportResult>
+  /** Whether reportTarget takes reports of changes only (TargetReport.base): one exporter, not peers. */
+  readonly takesChanges?: boolean
   /** Whether the exporter (every replica, with peers) holds exactly that report as the target's latest. */
   holdsReport(report: HeldReport): Promise<boolean>
   /** The target was finalized; with its uid, a report of that uid arriving later is dropped as stale. */

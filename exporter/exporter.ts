@@ -73,6 +73,8 @@ export class Exporter implements ExporterClient {
    * would take its namespace over its share or the exporter over its budget: then nothing changes
    * and the result says why. An item older than the held one (metadata.generation) keeps the held one.
    */
+  readonly takesChanges = true
+
   async reportTarget(sent: TargetReport | SerialisedReport): Promise<ReportResult> {
     const report = parsedReport(sent)
     const { result, changed } = this.targets.report(report)

@@ -17,6 +17,14 @@ interface TargetState {
   checksum: string
   /** metadata.generation of the held items that had one, by item key. */
   generations: Map<string, number>
+  /** The last accepted report's own items, by key (the held ones may keep older items): what a report of changes applies to. */
+  reported: Map<string, ReportedItem>
+}
+
+interface ReportedItem {
+  item: Item
+  hash: string
+  generation: number | null
 }
 
 /**
@@ -87,29 +95,40 @@ export class TargetStore {
         },
       }
     }
+    if (report.base !== undefined) {
+      const whole = this.applyChanges(previous, report)
+      if (!whole) {
+        const message = `the exporter does not hold the report of checksum ${report.base} that this report of changes applies to; send the whole report`
+        return { changed: false, result: { accepted: false, reason: 'BaseMismatch', message } }
+      }
+      report = whole
+    }
     const items = new Map<string, Item>()
     const generations = new Map<string, number>()
+    const reported = new Map<string, ReportedItem>()
     let staleItems = 0
     report.items.forEach((item, i) => {
       const k = itemKey(item)
       const old = previous?.items.get(k)
       const generation = report.itemGenerations?.[i]
+      const hash = report.itemHashes?.[i] ?? itemHash(item)
       const heldGeneration = previous?.generations.get(k)
       if (old && isStaleItem(heldGeneration, generation)) {
         staleItems++
         items.set(k, old)
         generations.set(k, heldGeneration as number)
+        reported.set(k, { item, hash, generation: generation ?? null })
         return
       }
       if (typeof generation === 'number') generations.set(k, generation)
-      const hash = report.itemHashes?.[i] ?? itemHash(item)
       // Keep the old object when nothing changed: its hash and rendered text are cached by identity.
-      if (old && itemHash(old) === hash) items.set(k, old)
-      else {
+      const kept = old && itemHash(old) === hash ? old : item
+      if (kept === item) {
         seedItemHash(item, hash)
         this.strings.share(item, report.target)
-        items.set(k, item)
       }
+      items.set(k, kept)
+      reported.set(k, { item: kept, hash, generation: generation ?? null })
     })
     // An object whose extraction failed keeps its last good item instead of vanishing downstream.
     for (const failed of report.failedKeys ?? []) {
@@ -133,12 +152,25 @@ export class TargetStore {
       return { changed: false, result: refusal }
     }
     const stamp: ReportStamp = { uid: report.uid, generation: report.generation, sequence: report.sequence }
-    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations })
+    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations, reported })
     this.charge(report.target, before, bytes)
     if (staleItems > 0) {
       this.log('info', 'target report had items older than the held ones; kept the held ones', { target: key, staleItems, sequence: report.sequence })
     }
     return { changed, result: staleItems > 0 ? { accepted: true, staleItems } : { accepted: true } }
+  }
+
+  /** The whole report a report of changes stands for, or null when it does not apply to the held one. */
+  private applyChanges(previous: TargetState | undefined, changes: TargetReport): TargetReport | null {
+    if (!previous || previous.checksum !== changes.base || previous.stamp.uid !== changes.uid) return null
+    const reported = new Map(previous.reported)
+    for (const k of changes.removedKeys ?? []) reported.delete(k)
+    changes.items.forEach((item, i) => {
+      reported.set(itemKey(item), { item, hash: changes.itemHashes?.[i] ?? itemHash(item), generation: changes.itemGenerations?.[i] ?? null })
+    })
+    const all = [...reported.values()]
+    const { base: _base, removedKeys: _removed, ...rest } = changes
+    return { ...rest, items: all.map((r) => r.item), itemHashes: all.map((r) => r.hash), itemGenerations: all.map((r) => r.generation) }
   }
 
   /** Forget a target's items; true when some were held. With a uid, a later report of it is stale. */

@@ -85,6 +85,8 @@ export function httpExporterClient(baseUrl: string, auth: HookAuth, timeoutMs = 
   const c = roleAwareExporterClient(baseUrl, auth, timeoutMs)
   return {
     reportTarget: async (r) => (await c.reportTarget(r)).value,
+    // One exporter: it holds the report a change applies to, or says BaseMismatch.
+    takesChanges: true,
     removeTarget: async (t) => { await c.removeTarget(t) },
     applyInventory: async (x) => (await c.applyInventory(x)).value,
     finalizeInventory: async (x) => (await c.finalizeInventory(x)).value,
@@ -107,5 +109,6 @@ function reportResultOf(r: Record<string, unknown>): ReportResult {
       heldGeneration: Number(r['heldGeneration']) || 0, heldChecksum: String(r['heldChecksum'] ?? ''),
     }
   }
+  if (r['reason'] === 'BaseMismatch') return { accepted: false, reason: 'BaseMismatch', message: String(r['message']) }
   return { accepted: false, reason: 'ResourceLimit', message: String(r['message']) }
 }

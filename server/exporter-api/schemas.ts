@@ -26,6 +26,8 @@ export const targetReportSchema = {
     uid: string,
     sequence: { type: 'number' },
     itemGenerations: { type: 'array', items: { type: ['integer', 'null'] } },
+    base: string,
+    removedKeys: { type: 'array', items: string },
   },
 }
 

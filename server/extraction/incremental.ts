@@ -11,12 +11,12 @@ import type { PluralResolution } from '../../hooks/plural.js'
 import { typeKey, type SyncResponse } from '../../hooks/request.js'
 import { extractedCondition } from '../../hooks/target.js'
 import { targetResponse } from '../../hooks/target-status.js'
-import { TargetTally, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
+import { TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
 import { memberDigest, MemberScan, onlySpaceAfter, skipSpace, type KnownMember, type Member } from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
 import { readJson } from '../protocol/json-depth.js'
-import { decodeRecords, reportJson } from './records-wire.js'
+import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
 
 export interface SyncPlan {
   /** namespace/name/uid of the target. */
@@ -35,6 +35,8 @@ export interface SyncPlan {
   /** The members of the target kind's map; digest set on those that kept their last sync's bytes. */
   members: (Member & { digest?: string })[]
   kept: ReadonlyMap<string, ObjectRecord<string>>
+  /** The checksum of the report the kept records made. */
+  base?: string
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
   finish(): string | null
 }
@@ -173,7 +175,7 @@ export class IncrementalSyncs {
       parts.push(body.subarray(m.keyStart, m.end))
     })
     parts.push(body.subarray(objects.end - 1))
-    return { ...whole, body: Buffer.concat(parts), reduced: true, extracting: changed.length, kept: entry.records }
+    return { ...whole, body: Buffer.concat(parts), reduced: true, extracting: changed.length, kept: entry.records, base: entry.checksum }
   }
 
   /** A reduced plan's child answer, with the kept records added in: the answer for the whole body. */
@@ -191,8 +193,36 @@ export class IncrementalSyncs {
     const conditions = [extractedCondition(counts, generation), ...(status.conditions ?? []).filter((c) => c.type !== 'Ready')]
     const response: SyncResponse<TargetStatus> = targetResponse(counts, checksum, status.resource, conditions, generation)
     const head = { target, generation, ...(uid ? { uid } : {}), checksum }
-    const { json } = reportJson(head, tallied)
-    return { kind: 'merged', result: { response, report: { ...head, itemCount: items.length, json } }, entry: entry.entry }
+    // The whole report is written only if the exporter asks for it (it did not hold the base).
+    let whole: Buffer | undefined
+    const report = {
+      ...head,
+      itemCount: items.length,
+      get json(): Buffer {
+        return (whole ??= reportJson(head, tallied).json)
+      },
+      ...(plan.base === undefined ? {} : { changes: this.changes(plan, fresh, entry.entry.records, { ...head, base: plan.base }, tallied.failedKeys) }),
+    }
+    return { kind: 'merged', result: { response, report }, entry: entry.entry }
+  }
+
+  /** The report of what changed since the kept records' report: new and changed items, and the keys of the items gone. */
+  private changes(
+    plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>, records: ReadonlyMap<string, ObjectRecord<string>>,
+    head: ReportHead, failedKeys: string[],
+  ): Buffer {
+    const keyOf = (item: ItemRecord<string>) => `${head.target.namespace}/${head.target.name}/${item.order[5]}`
+    const removedKeys: string[] = []
+    const items: ItemRecord<string>[] = []
+    for (const [key, record] of fresh) {
+      const before = plan.kept.get(key)?.item
+      const now = record.item
+      if (before && (!now || keyOf(before) !== keyOf(now))) removedKeys.push(keyOf(before))
+      if (now && (!before || before.hash !== now.hash || before.generation !== now.generation || keyOf(before) !== keyOf(now))) items.push(now)
+    }
+    // Objects gone from the related set.
+    for (const [key, record] of plan.kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
+    return reportJson({ ...head, removedKeys }, { items, failedKeys }).json
   }
 
   /**
@@ -241,8 +271,9 @@ export class IncrementalSyncs {
       bytes += recordBytes(m.key, record)
     }
     const itemBytes = tally.itemBytes
-    const entry = { namespace: plan.namespace, fingerprint: plan.finish() as string, members: known, records, bytes }
-    return { entry, tallied: { ...tally.finish(), itemBytes } }
+    const tallied = tally.finish()
+    const entry = { namespace: plan.namespace, fingerprint: plan.finish() as string, checksum: tallied.checksum, members: known, records, bytes }
+    return { entry, tallied: { ...tallied, itemBytes } }
   }
 }
 

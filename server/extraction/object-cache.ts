@@ -5,6 +5,8 @@ import type { KnownMember } from './body-scan.js'
 export interface CacheEntry {
   namespace: string
   fingerprint: string
+  /** The checksum of the report these records made, which the exporter took whole: what a report of changes applies to. */
+  checksum: string
   /** The members of the body's objects: a member whose bytes come again is known by its digest. */
   members: KnownMember[]
   /** Each item's value is its JSON text, as the report carries it. */

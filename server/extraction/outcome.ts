@@ -38,7 +38,8 @@ interface PoolPhases extends ChildPhases {
 
 /** A finished sync: its answer, and its report as the child serialised it (no sequence yet). */
 export interface ChildResult extends Omit<TargetSyncResult, 'report'> {
-  report: (ReportSummary & { json: Buffer }) | null
+  /** changes: the report of changes since the one the target's kept records made (TargetReport.base), when there is one. */
+  report: (ReportSummary & { json: Buffer; changes?: Buffer }) | null
   /** The records' JSON (records-wire.ts), about the report's items, when asked for and every object was tallied. */
   records?: Buffer
 }

@@ -10,6 +10,9 @@ export interface ReportHead {
   generation: number
   uid?: string
   checksum: string
+  /** A report of changes (TargetReport.base): the items given are the changed ones. */
+  base?: string
+  removedKeys?: string[]
 }
 
 /** The report's JSON, as JSON.stringify writes a TargetReport, and the byte offset of each item's text in it. */
@@ -29,7 +32,9 @@ export function reportJson(head: ReportHead, tallied: Pick<Tallied<string>, 'ite
     offsets[i] = at
     at += Buffer.byteLength(item.value) + 1
   })
-  const close = `],"failedKeys":${JSON.stringify(failedKeys)},"itemHashes":${JSON.stringify(hashes)},"itemGenerations":${JSON.stringify(generations)}}`
+  const changes = head.base === undefined ? '' : `,"base":${JSON.stringify(head.base)},"removedKeys":${JSON.stringify(head.removedKeys ?? [])}`
+  const close = `],"failedKeys":${JSON.stringify(failedKeys)},"itemHashes":${JSON.stringify(hashes)},` +
+    `"itemGenerations":${JSON.stringify(generations)}${changes}}`
   return { json: Buffer.from(open + texts.join(',') + close), offsets }
 }
 

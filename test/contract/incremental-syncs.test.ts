@@ -13,19 +13,40 @@ const SYNC = '/hooks/targets/sync'
 interface Answer { status: TargetStatus }
 interface Sent { answer: Answer; report: TargetReport | undefined }
 
-/** A hooks server that keeps what it sends the exporter. */
-async function recording(env: Record<string, string>): Promise<HooksServer & { reports: TargetReport[] }> {
+/**
+ * A hooks server that keeps the reports it sends the exporter, each as the whole report it stands
+ * for: a report of changes (TargetReport.base) is applied here to the last one of its target.
+ */
+async function recording(env: Record<string, string>): Promise<HooksServer & { reports: TargetReport[]; changes: number }> {
   const server = await startHooksServer(env)
-  const reports: TargetReport[] = []
+  const recorded = Object.assign(server, { reports: [] as TargetReport[], changes: 0 })
   const report = server.exporter.reportTarget.bind(server.exporter)
   server.exporter.reportTarget = async (r) => {
-    const parsed = JSON.parse(Buffer.from((r as { json: Uint8Array }).json).toString('utf8')) as TargetReport & { sequence?: number }
+    let sent = JSON.parse(Buffer.from((r as { json: Uint8Array }).json).toString('utf8')) as TargetReport
     // The arrival stamp is each server's own.
-    delete parsed.sequence
-    reports.push(parsed)
-    return report(r)
+    delete sent.sequence
+    const result = await report(r)
+    if (!result.accepted) return result
+    if (sent.base !== undefined) {
+      const last = recorded.reports.findLast((p) => p.target.name === sent.target.name)
+      assert.equal(sent.base, last?.checksum, 'a report of changes applies to the last report')
+      recorded.changes++
+      sent = applied(last as TargetReport, sent)
+    }
+    recorded.reports.push(sent)
+    return result
   }
-  return Object.assign(server, { reports })
+  return recorded
+}
+
+function applied(last: TargetReport, changes: TargetReport): TargetReport {
+  const key = (i: TargetReport['items'][number]) => `${i.target.namespace}/${i.target.name}/${i.uid}`
+  const all = new Map(last.items.map((item, i) => [key(item), { item, hash: last.itemHashes?.[i], generation: last.itemGenerations?.[i] }]))
+  for (const k of changes.removedKeys ?? []) assert.ok(all.delete(k), `removed ${k} was held`)
+  changes.items.forEach((item, i) => all.set(key(item), { item, hash: changes.itemHashes?.[i], generation: changes.itemGenerations?.[i] }))
+  const sorted = [...all.values()].sort((a, b) => (a.item.name < b.item.name ? -1 : 1))
+  const { base: _base, removedKeys: _removed, ...rest } = changes
+  return { ...rest, items: sorted.map((e) => e.item), itemHashes: sorted.map((e) => e.hash as string), itemGenerations: sorted.map((e) => e.generation ?? null) }
 }
 
 async function objectsCounted(server: HooksServer): Promise<{ reused: number; extracted: number }> {
@@ -74,6 +95,7 @@ describe('incremental target syncs', () => {
 
   test('a resync extracts only what changed, was added or is new, and answers as extracting everything', async () => {
     const objects = Array.from({ length: 8 }, (_, i) => deployment(i))
+    const changesBefore = kept.changes
     const first = await both(targetSyncRequest(objects))
     assert.deepEqual([first.reused, first.extracted], [0, 8])
     assert.equal(first.sent.answer.status.extractedCount, 8)
@@ -90,11 +112,28 @@ describe('incremental target syncs', () => {
 
     // One gone, one new (sorted into the middle of the map, as Go writes it).
     objects.splice(5, 1)
-    objects.push(deployment(4, { name: 'web-00004b' }))
+    objects.push(deployment(40, { name: 'web-00004b' }))
     const churn = await both(targetSyncRequest(objects))
     assert.deepEqual([churn.reused, churn.extracted], [7, 1])
     assert.deepEqual(churn.sent.report?.items.map((i) => i.name).includes('web-00005'), false)
     assert.equal(churn.sent.answer.status.extractedCount, 8)
+    assert.equal(kept.changes - changesBefore, 3, 'each resync sent the exporter only what changed')
+  })
+
+  test('an exporter that no longer holds the report the changes apply to gets the whole report', async () => {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(target.metadata as object, { name: 'forgotten', uid: 'uid-forgotten' })
+    const objects = Array.from({ length: 4 }, (_, i) => deployment(i))
+    await both(targetSyncRequest(objects, { target }))
+    // As after an exporter restart: it holds nothing of the target.
+    await kept.exporter.removeTarget({ namespace: 'team-a', name: 'forgotten' })
+    const changes = kept.changes
+    bump(objects[1] as KubeObject, '900200', 9)
+    const resent = await both(targetSyncRequest(objects, { target }))
+    assert.deepEqual([resent.reused, resent.extracted], [3, 1])
+    assert.equal(kept.changes, changes, 'the report of changes was refused (BaseMismatch)')
+    const held = { target: { namespace: 'team-a', name: 'forgotten' }, uid: 'uid-forgotten', generation: 1, checksum: resent.sent.answer.status.checksum ?? '' }
+    assert.equal(await kept.exporter.holdsReport(held), true, 'the whole report followed')
   })
 
   test('an object whose resourceVersion stays but whose bytes change is extracted again', async () => {

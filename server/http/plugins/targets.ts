@@ -96,7 +96,10 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
         const sequence = arrivals.get(request) ?? nextSequence()
         // The items go on as the child serialised them: parsed and serialised once, not three times.
         const { target: ref, generation, itemCount } = report
-        const result = await callExporter(() => exporter.reportTarget({ target: ref, generation, itemCount, json: withSequence(report.json, sequence) }))
+        const send = (json: Buffer) => callExporter(() => exporter.reportTarget({ target: ref, generation, itemCount, json: withSequence(json, sequence) }))
+        // Only what changed since the report the kept records made, when the exporter holds that one.
+        let result = report.changes && exporter.takesChanges ? await send(report.changes) : await send(report.json)
+        if (!result.accepted && result.reason === 'BaseMismatch') result = await send(report.json)
         const target = refKey(ref)
         metrics.itemsExtracted.inc({ target }, itemCount)
         if (!result.accepted && result.reason === 'Stale') {

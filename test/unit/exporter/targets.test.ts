@@ -101,3 +101,35 @@ test('removeTarget: removing a target the inventory no longer names triggers not
   await exporter.idle()
   assert.equal(sink.attempts.length, 2)
 })
+
+test('a report of changes applies to the report it names: the same snapshot as the whole report, and BaseMismatch otherwise', LIMIT, async (t) => {
+  const { clock, factory, exporter } = harness(t)
+  await exporter.applyInventory(composition({ debounceMs: 1_000 }))
+  const sink = factory.sink('team-a/primary')
+  const [a, b, c, d] = itemsOf(T1, 4)
+  assert.ok(a && b && c && d)
+  const first = { ...report(T1, [a, b, c]), uid: 'u1' }
+  await exporter.reportTarget(first)
+
+  // b changed, c is gone, d is new; a failed this time and keeps its item.
+  const b2 = bumpReplicas(b, 7)
+  const whole = { ...report(T1, [b2, d], [itemKey(a)]), uid: 'u1' }
+  const changes = { ...whole, base: first.checksum, items: [b2, d], removedKeys: [itemKey(c)] }
+  assert.deepEqual(await exporter.reportTarget({ ...changes, base: 'another' }), {
+    accepted: false, reason: 'BaseMismatch',
+    message: 'the exporter does not hold the report of checksum another that this report of changes applies to; send the whole report',
+  })
+  assert.equal((await exporter.reportTarget({ ...changes, uid: 'u2' })).accepted, false, 'another uid is another target')
+  assert.deepEqual(await exporter.reportTarget(changes), { accepted: true })
+  clock.advance(1_000)
+  await exporter.idle()
+  assert.deepEqual(sink.lastWrite?.snapshot, expected([a, b2, d]))
+  assert.equal(await exporter.holdsReport({ target: T1, uid: 'u1', generation: 1, checksum: whole.checksum }), true)
+
+  // The next change applies to that one: a is extracted again, nothing else moves.
+  const next = { ...report(T1, [a, b2, d]), uid: 'u1' }
+  assert.deepEqual(await exporter.reportTarget({ ...next, base: whole.checksum, items: [a], removedKeys: [] }), { accepted: true })
+  clock.advance(1_000)
+  await exporter.idle()
+  assert.deepEqual(sink.lastWrite?.snapshot, expected([a, b2, d]))
+})
