@@ -2,7 +2,7 @@
 // an extraction child sends along with it: for each object its part in the sync and where its
 // item's text sits in the report. The server sends the report on as it is, and keeps each item
 // as that text, so a kept item is never parsed or serialised again.
-import type { Item, ObjectRef } from '../../api/types.js'
+import type { Item, ObjectRef, TargetReport } from '../../api/types.js'
 import type { ItemRecord, ItemOrder, ObjectRecord, Tallied } from '../../hooks/target-tally.js'
 
 export interface ReportHead {
@@ -50,8 +50,12 @@ export function asTexts(items: readonly ItemRecord<Item>[]): { texts: ItemRecord
 
 /** Per object: key, matched, failure, failedKey, its item's index in the report (-1: none). */
 type WireObject = [string, 0 | 1, string | null, string | null, number]
-/** Per item in report order: text offset and length, hash, generation, attribute bytes, the 6 order fields. */
-type WireItem = [number, number, string, number | null, number, ...string[]]
+/**
+ * Per item in report order: its text's offset and length in the report, and its attributes' bytes.
+ * Its hash, generation and identity are the report's own (itemHashes, itemGenerations, the item),
+ * read from it only when the records are kept: a first sync's answer does not wait for them.
+ */
+type WireItem = [number, number, number]
 
 /** The records' JSON, for a report reportJson wrote from the same tally (index: asTexts'). */
 export function encodeRecords(
@@ -60,9 +64,7 @@ export function encodeRecords(
   index: ReadonlyMap<ItemRecord<Item>, number>,
   offsets: readonly number[],
 ): string {
-  const wireItems = items.map((item, i): WireItem => [
-    offsets[i] as number, Buffer.byteLength(item.value), item.hash, item.generation, item.bytes, ...item.order,
-  ])
+  const wireItems = items.map((item, i): WireItem => [offsets[i] as number, Buffer.byteLength(item.value), item.bytes])
   const objects = records.map(([key, r]): WireObject => [
     key, r.matched ? 1 : 0, r.failure ?? null, r.failedKey ?? null, r.item ? (index.get(r.item) ?? -1) : -1,
   ])
@@ -72,11 +74,14 @@ export function encodeRecords(
 /** The records by key, each item as its text in the report; null when the bytes are not what encodeRecords wrote. */
 export function decodeRecords(meta: Buffer, report: Buffer): Map<string, ObjectRecord<string>> | null {
   const wire = JSON.parse(meta.toString('utf8')) as { objects?: WireObject[]; items?: WireItem[] }
-  if (!Array.isArray(wire.objects) || !Array.isArray(wire.items)) return null
-  const items: (ItemRecord<string> | null)[] = wire.items.map((w) => {
-    const [start, length, hash, generation, bytes] = w
-    if (w.length !== 11 || start + length > report.length) return null
-    return { value: report.toString('utf8', start, start + length), hash, generation, bytes, order: w.slice(5) as unknown as ItemOrder }
+  const parsed = JSON.parse(report.toString('utf8')) as TargetReport
+  if (!Array.isArray(wire.objects) || !Array.isArray(wire.items) || wire.items.length !== parsed.items.length) return null
+  const items: (ItemRecord<string> | null)[] = wire.items.map(([start, length, bytes], i) => {
+    const item = parsed.items[i] as Item
+    const hash = parsed.itemHashes?.[i]
+    if (start + length > report.length || hash === undefined) return null
+    const order: ItemOrder = [item.group, item.version, item.kind, item.namespace, item.name, item.uid]
+    return { value: report.toString('utf8', start, start + length), hash, generation: parsed.itemGenerations?.[i] ?? null, bytes, order }
   })
   const out = new Map<string, ObjectRecord<string>>()
   for (const [key, matched, failure, failedKey, itemIndex] of wire.objects) {
