@@ -15,7 +15,7 @@ import { enableLinearRegExps } from '../process/regexp-engine.js'
 import { readJson } from '../protocol/json-depth.js'
 import { syncValidator } from '../protocol/request-schemas.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
-import { asTexts, encodeRecords, reportJson } from './records-wire.js'
+import { encodeRecords } from './records-wire.js'
 
 /** The body (job) or nothing (plural) follows as the frame's payload. */
 export type ToChild =
@@ -170,7 +170,6 @@ function main(): void {
     let report: string
     let summary: ReportSummary | null
     let metaBytes: number | undefined
-    let reportBytes: Buffer | undefined
     const { phases } = job
     try {
       const collected = job.records ? new RecordCollector() : undefined
@@ -181,14 +180,12 @@ function main(): void {
         target: synced.target, ...(synced.uid ? { uid: synced.uid } : {}),
         generation: synced.generation, checksum: synced.checksum, itemCount: synced.items.length,
       }
+      report = synced ? JSON.stringify(synced) : ''
       if (collected?.tallied && synced) {
-        const { texts, index } = asTexts(collected.tallied.items)
-        const { json, offsets } = reportJson(synced, { items: texts, failedKeys: synced.failedKeys })
-        const meta = encodeRecords(collected.records, texts, index, offsets)
+        const meta = encodeRecords(collected.records, collected.tallied.items)
         metaBytes = Buffer.byteLength(meta)
-        report = meta
-        reportBytes = json
-      } else report = synced ? JSON.stringify(synced) : ''
+        report = meta + report
+      }
       phases.serialise = performance.now() - serialising
     } catch (err) {
       // A bug, not the profile's doing: the server logs it; the message stays out of status.
@@ -197,7 +194,7 @@ function main(): void {
     }
     const records = metaBytes === undefined ? {} : { records: { metaBytes } }
     const done: FromChild = { type: 'done', id, phases, headBytes: Buffer.byteLength(head), report: summary, ...records }
-    send(done, reportBytes ? Buffer.concat([Buffer.from(head + report), reportBytes]) : Buffer.from(head + report))
+    send(done, Buffer.from(head + report))
   }
 
   // The server is gone (or closed the pipe): nothing more will come.

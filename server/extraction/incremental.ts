@@ -199,7 +199,7 @@ export class IncrementalSyncs {
       ...head,
       itemCount: items.length,
       get json(): Buffer {
-        return (whole ??= reportJson(head, tallied).json)
+        return (whole ??= reportJson(head, tallied))
       },
       ...(plan.base === undefined ? {} : { changes: this.changes(plan, fresh, entry.entry.records, { ...head, base: plan.base }, tallied.failedKeys) }),
     }
@@ -222,7 +222,7 @@ export class IncrementalSyncs {
     }
     // Objects gone from the related set.
     for (const [key, record] of plan.kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
-    return reportJson({ ...head, removedKeys }, { items, failedKeys }).json
+    return reportJson({ ...head, removedKeys }, { items, failedKeys })
   }
 
   /**
