@@ -5,6 +5,7 @@
 // others are the ones their bytes gave last time (object-cache.ts). The sum is the same answer,
 // and the same report, that extracting every object gives (hooks/target-tally.ts).
 import { createHash } from 'node:crypto'
+import { setImmediate } from 'node:timers/promises'
 import type { KollectTargetSpec, KubeObject, TargetStatus } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { PluralResolution } from '../../hooks/plural.js'
@@ -37,6 +38,8 @@ export interface SyncPlan {
   kept: ReadonlyMap<string, ObjectRecord<string>>
   /** The checksum of the report the kept records made. */
   base?: string
+  /** Reads up to max more objects; false once they are all read (or the map is malformed). */
+  advance(max: number): boolean
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
   finish(): string | null
 }
@@ -51,6 +54,13 @@ export type Merged =
 const COMMA = Buffer.from(',')
 /** Objects read before deciding: when none has its last sync's bytes, every object is extracted. */
 const SAMPLE = 64
+/** Objects read between two turns of the event loop when the records of a first sync are kept. */
+const BATCH = 1000
+/**
+ * A parent larger than this is not parsed here (the ordinary path parses it in a child): the API
+ * server stores no object over 1.5 MiB, so only a hand-made body carries one.
+ */
+const MAX_PARENT_BYTES = 2 * 1024 * 1024
 const NONE: ReadonlyMap<string, ObjectRecord<string>> = new Map()
 
 /** A sync's extraction, and what to do once the exporter has answered: whole, it took the report whole. */
@@ -92,7 +102,7 @@ export class IncrementalSyncs {
       const { result } = outcome
       this.observe.counted?.(0, plan.members.length)
       // The rest of the body is read once the answer has gone: it only serves the next sync.
-      return { outcome, scanMs, settle: (whole) => (whole ? void setImmediate(() => this.remember(plan, result)) : this.forget(plan)) }
+      return { outcome, scanMs, settle: (whole) => (whole ? void this.remember(plan, result) : this.forget(plan)) }
     }
     const merging = performance.now()
     const merged = this.merge(plan, outcome.result)
@@ -118,7 +128,7 @@ export class IncrementalSyncs {
     top.step()
     const relatedAt = top.paused
     const parentAt = top.members.find((m) => m.key === 'parent')
-    if (!relatedAt || !parentAt) return null
+    if (!relatedAt || !parentAt || parentAt.end - parentAt.start > MAX_PARENT_BYTES) return null
     // Read as the child reads bodies: bounded in depth (what follows recurses), and without __proto__ keys.
     const read = readJson(body.subarray(parentAt.start, parentAt.end), this.limits.maxJsonDepth)
     if (!read.ok) return null
@@ -158,7 +168,8 @@ export class IncrementalSyncs {
         .digest('base64'))
     }
     const whole: SyncPlan = {
-      target, namespace: meta.namespace, source: body, body, reduced: false, extracting: 0, members: objects.members, kept: NONE, finish,
+      target, namespace: meta.namespace, source: body, body, reduced: false, extracting: 0, members: objects.members, kept: NONE,
+      advance: (max) => objects.step(max), finish,
     }
 
     // A first sync, or one in which the first objects all changed: the child gets the whole
@@ -229,8 +240,11 @@ export class IncrementalSyncs {
    * After a whole plan's sync was answered and its report taken whole: reads the rest of the body
    * and keeps the child's records for the next sync. Off the sync's path: its answer has gone.
    */
-  private remember(plan: SyncPlan, result: ChildResult): void {
+  private async remember(plan: SyncPlan, result: ChildResult): Promise<void> {
     try {
+      // A batch at a time: other hooks are answered in between.
+      do await setImmediate()
+      while (plan.advance(BATCH))
       // Records cost at least their items' text: a report past the share would be read only to be dropped.
       const tooLarge = (result.report?.json.length ?? 0) > this.cache.namespaceBytes
       const fresh = result.records && result.report && !tooLarge && plan.finish() !== null ? decodeRecords(result.records, result.report.json) : null
