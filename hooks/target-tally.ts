@@ -7,7 +7,7 @@ import { truncate } from './conditions.js'
 import { NO_COUNTS, type Counts } from './target-status.js'
 
 /** The fields items sort by (compareItems): group, version, kind, namespace, name, uid. The target is one per sync. */
-export type ItemOrder = readonly [string, string, string, string, string, string]
+type ItemOrder = readonly [string, string, string, string, string, string]
 
 export interface ItemRecord<I> {
   value: I

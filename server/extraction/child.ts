@@ -39,7 +39,7 @@ export type FromChild =
    * JSON: the server parses the small first part and sends the report on as it is. With
    * records, the records' JSON (metaBytes long, records-wire.ts) comes between the two.
    */
-  | { type: 'done'; id: number; phases: ChildPhases; headBytes: number; report: ReportSummary | null; records?: { metaBytes: number } }
+  | { type: 'done'; id: number; phases: ChildPhases; headBytes: number; report: ReportSummary | null; records?: { metaBytes: number; objects: number } }
   | { type: 'failed'; id: number; message: string }
 
 /** What the server reads of a report without parsing it: which report it is, and the count it logs. */
@@ -169,7 +169,7 @@ function main(): void {
     let head: string
     let report: string
     let summary: ReportSummary | null
-    let metaBytes: number | undefined
+    let records: { metaBytes: number; objects: number } | undefined
     const { phases } = job
     try {
       const collected = job.records ? new RecordCollector() : undefined
@@ -183,7 +183,7 @@ function main(): void {
       report = synced ? JSON.stringify(synced) : ''
       if (collected?.tallied && synced) {
         const meta = encodeRecords(collected.records, collected.tallied.items)
-        metaBytes = Buffer.byteLength(meta)
+        records = { metaBytes: Buffer.byteLength(meta), objects: collected.records.length }
         report = meta + report
       }
       phases.serialise = performance.now() - serialising
@@ -192,8 +192,7 @@ function main(): void {
       send({ type: 'failed', id, message: (err as Error).message })
       return
     }
-    const records = metaBytes === undefined ? {} : { records: { metaBytes } }
-    const done: FromChild = { type: 'done', id, phases, headBytes: Buffer.byteLength(head), report: summary, ...records }
+    const done: FromChild = { type: 'done', id, phases, headBytes: Buffer.byteLength(head), report: summary, ...(records ? { records } : {}) }
     send(done, Buffer.from(head + report))
   }
 

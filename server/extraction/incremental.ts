@@ -38,6 +38,10 @@ export interface SyncPlan {
   kept: ReadonlyMap<string, ObjectRecord<string>>
   /** The checksum of the report the kept records made. */
   base?: string
+  /** For a whole plan: whether its records are worth keeping (remember()). */
+  keep: boolean
+  /** Whether the records this plan keeps follow records that helped (or none): see plan(). */
+  useful: boolean
   /** Reads up to max more objects; false once they are all read (or the map is malformed). */
   advance(max: number): boolean
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
@@ -54,6 +58,8 @@ export type Merged =
 const COMMA = Buffer.from(',')
 /** Objects read before deciding: when none has its last sync's bytes, every object is extracted. */
 const SAMPLE = 64
+/** How soon the records of a target whose objects all changed are kept again. */
+const REKEEP_MS = 60_000
 /** Objects read between two turns of the event loop when the records of a first sync are kept. */
 const BATCH = 1000
 /**
@@ -85,6 +91,7 @@ export class IncrementalSyncs {
       /** A bug while keeping records after the answer has gone (never request data). */
       failed?: (message: string) => void
     } = {},
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** Runs a target sync's extraction with run (the pool's), incrementally when the body allows it. */
@@ -100,9 +107,13 @@ export class IncrementalSyncs {
     }
     if (!plan.reduced) {
       const { result } = outcome
-      this.observe.counted?.(0, plan.members.length)
+      if (result.records) this.observe.counted?.(0, result.records.objects)
       // The rest of the body is read once the answer has gone: it only serves the next sync.
-      return { outcome, scanMs, settle: (whole) => (whole ? void this.remember(plan, result) : this.forget(plan)) }
+      const settle = (whole: boolean) => {
+        if (!whole) this.forget(plan)
+        else if (plan.keep) void this.remember(plan, result)
+      }
+      return { outcome, scanMs, settle }
     }
     const merging = performance.now()
     const merged = this.merge(plan, outcome.result)
@@ -168,14 +179,20 @@ export class IncrementalSyncs {
         .digest('base64'))
     }
     const whole: SyncPlan = {
-      target, namespace: meta.namespace, source: body, body, reduced: false, extracting: 0, members: objects.members, kept: NONE,
+      target, namespace: meta.namespace, source: body, body, reduced: false, keep: true, useful: true, extracting: 0, members: objects.members, kept: NONE,
       advance: (max) => objects.step(max), finish,
     }
 
     // A first sync, or one in which the first objects all changed: the child gets the whole
     // body at once, and the rest is read once the sync is answered (remember()).
     objects.step(SAMPLE)
-    if (!entry || !objects.members.some((m) => m.digest !== undefined)) return whole
+    if (!entry) return whole
+    if (!objects.members.some((m) => m.digest !== undefined)) {
+      // Kept records that did not help. Once (a rollout changes every object) new ones are kept;
+      // when the records kept after that did not help either, the target's objects change
+      // between syncs, and keeping costs the server a read of the whole body: once a minute.
+      return { ...whole, keep: entry.useful || this.now() - entry.at >= REKEEP_MS, useful: false }
+    }
     if (finish() === null) return null
     const changed = entry.fingerprint === fingerprint ? objects.members.filter((m) => m.digest === undefined) : objects.members
     if (changed.length === objects.members.length) return { ...whole, extracting: changed.length }
@@ -192,7 +209,7 @@ export class IncrementalSyncs {
   /** A reduced plan's child answer, with the kept records added in: the answer for the whole body. */
   private merge(plan: SyncPlan, result: ChildResult): Merged {
     if (!result.records || !result.report) return { kind: 'as-is' }
-    const fresh = decodeRecords(result.records, result.report.json)
+    const fresh = decodeRecords(result.records.meta, result.report.json)
     if (!fresh || fresh.size !== plan.extracting) return { kind: 'whole' }
     const entry = this.entry(plan, fresh)
     if (!entry) return { kind: 'whole' }
@@ -247,7 +264,7 @@ export class IncrementalSyncs {
       while (plan.advance(BATCH))
       // Records cost at least their items' text: a report past the share would be read only to be dropped.
       const tooLarge = (result.report?.json.length ?? 0) > this.cache.namespaceBytes
-      const fresh = result.records && result.report && !tooLarge && plan.finish() !== null ? decodeRecords(result.records, result.report.json) : null
+      const fresh = result.records && result.report && !tooLarge && plan.finish() !== null ? decodeRecords(result.records.meta, result.report.json) : null
       const built = fresh && fresh.size === plan.members.length ? this.entry(plan, fresh) : null
       if (built) return this.commit(plan, built.entry)
     } catch (err) {
@@ -286,7 +303,8 @@ export class IncrementalSyncs {
     }
     const itemBytes = tally.itemBytes
     const tallied = tally.finish()
-    const entry = { namespace: plan.namespace, fingerprint: plan.finish() as string, checksum: tallied.checksum, members: known, records, bytes }
+    const fingerprint = plan.finish() as string
+    const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, members: known, records, bytes, at: this.now(), useful: plan.useful }
     return { entry, tallied: { ...tallied, itemBytes } }
   }
 }

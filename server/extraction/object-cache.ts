@@ -13,6 +13,10 @@ export interface CacheEntry {
   records: Map<string, ObjectRecord<string>>
   /** What the entry is charged: its strings' lengths and a fixed overhead per object. */
   bytes: number
+  /** When it was kept (Date.now()). */
+  at: number
+  /** False when kept after a sync in which the records before did not help (every object had changed). */
+  useful: boolean
 }
 
 /** The member, map entries, record objects and string headers of one object (measured on V8: about 400). */

@@ -40,8 +40,8 @@ interface PoolPhases extends ChildPhases {
 export interface ChildResult extends Omit<TargetSyncResult, 'report'> {
   /** changes: the report of changes since the one the target's kept records made (TargetReport.base), when there is one. */
   report: (ReportSummary & { json: Buffer; changes?: Buffer }) | null
-  /** The records' JSON (records-wire.ts), about the report's items, when asked for and every object was tallied. */
-  records?: Buffer
+  /** The records' JSON (records-wire.ts), about the report's items, and how many objects they are, when asked for and every object was tallied. */
+  records?: { meta: Buffer; objects: number }
 }
 
 export type PoolOutcome =

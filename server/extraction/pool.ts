@@ -183,7 +183,8 @@ export class ExtractPool {
         const rest = payload.subarray(msg.headBytes)
         const meta = msg.records ? rest.subarray(0, msg.records.metaBytes) : null
         const json = meta ? rest.subarray(meta.length) : rest
-        const result: ChildResult = { ...head, report: msg.report ? { ...msg.report, json } : null, ...(meta ? { records: meta } : {}) }
+        const records = meta && { meta, objects: msg.records?.objects ?? 0 }
+        const result: ChildResult = { ...head, report: msg.report ? { ...msg.report, json } : null, ...(records ? { records } : {}) }
         const now = performance.now()
         const c = msg.phases
         // Everything between the job's start here and its result that the child did not account for: frames, pipe, plural lookup.

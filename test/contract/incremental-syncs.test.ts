@@ -211,6 +211,22 @@ describe('incremental target syncs', () => {
     assert.equal(unlabelled.sent.report?.items.some((i) => i.namespace === 'team-a-canary'), false)
   })
 
+  test('a target whose objects all change at every sync has its records kept once, not at every sync', async () => {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(target.metadata as object, { name: 'churning', uid: 'uid-churning' })
+    const objects = Array.from({ length: 5 }, (_, i) => deployment(i))
+    const all = (round: number) => objects.forEach((o, i) => bump(o, String(1_000_000 * round + i)))
+    await both(targetSyncRequest(objects, { target }))
+    all(1)
+    // Every object changed (a rollout): the records of this sync are kept, as the last ones helped.
+    assert.deepEqual((await both(targetSyncRequest(objects, { target }))).reused, 0)
+    all(2)
+    // Again: now the target's objects change between syncs, and the server reads no body to keep records.
+    assert.deepEqual((await both(targetSyncRequest(objects, { target }))).reused, 0)
+    const quiet = await both(targetSyncRequest(objects, { target }))
+    assert.deepEqual([quiet.reused, quiet.extracted], [0, 5], 'the records kept are those of the sync before')
+  })
+
   test("one target's records never answer another's, in the same namespace or another", async () => {
     const objects = Array.from({ length: 3 }, (_, i) => deployment(i))
     const a = structuredClone(loadExampleCr('target-deployments.yaml'))
@@ -232,15 +248,16 @@ describe('incremental target syncs', () => {
 })
 
 test('a target whose records pass its namespace share is not kept: its resyncs extract every object', async () => {
-  // 64 KiB with a quarter per namespace: 16 KiB, less than 40 objects' records.
+  // 64 KiB with a quarter per namespace: 16 KiB, less than 70 objects' records (70: more than
+  // the objects read before a first sync goes to the child, all counted).
   const server = await recording({ KOLLECT_UNCHANGED_SYNCS: '0', KOLLECT_OBJECT_CACHE_BYTES: String(64 * 1024), KOLLECT_OBJECT_CACHE_NAMESPACE_SHARE: '0.25' })
   try {
     const small = targetSyncRequest([deployment(1)])
     const large = structuredClone(loadExampleCr('target-deployments.yaml'))
     Object.assign(large.metadata as object, { name: 'large', uid: 'uid-large' })
-    const many = targetSyncRequest(Array.from({ length: 40 }, (_, i) => deployment(i)), { target: large })
+    const many = targetSyncRequest(Array.from({ length: 70 }, (_, i) => deployment(i)), { target: large })
     for (const body of [small, small, many, many]) await send(server, goJson(body))
-    assert.deepEqual(await objectsCounted(server), { reused: 1, extracted: 81 })
+    assert.deepEqual(await objectsCounted(server), { reused: 1, extracted: 141 })
     const held = Number((await server.metrics.registry.getSingleMetricAsString('kollect_object_cache_bytes')).match(/^kollect_object_cache_bytes (\d+)$/m)?.[1])
     assert.ok(held > 0 && held <= 16 * 1024, `the small target's records are kept, within the share: ${held}`)
   } finally {

@@ -132,8 +132,9 @@ describe('agreement with JSON.parse', () => {
       assert.deepEqual(got.members.map((m) => m.key), kvs.map(([k]) => k), text)
       got.members.forEach((m, i) => assert.deepEqual(JSON.parse(b.toString('utf8', m.start, m.end)), JSON.parse(JSON.stringify(kvs[i]?.[1])), text))
     }), { numRuns: 1000 })
-    // Both outcomes were exercised, so neither branch above is vacuous.
-    assert.ok(seen.refused > 50 && seen.read > 50, JSON.stringify(seen))
+    // Both outcomes were exercised, so neither branch above is vacuous (about 6% of runs hold an
+    // escaped key: fewer than 10 in 1,000 does not happen by chance).
+    assert.ok(seen.refused >= 10 && seen.read >= 10, JSON.stringify(seen))
   })
 })
 
