@@ -19,12 +19,24 @@ interface TargetState {
   generations: Map<string, number>
   /** The last accepted report's own items, by key (the held ones may keep older items): what a report of changes applies to. */
   reported: Map<string, ReportedItem>
+  /** Keys of that report's items that were older than the held ones. */
+  stale: Set<string>
 }
 
 interface ReportedItem {
   item: Item
   hash: string
   generation: number | null
+}
+
+/** A report's items placed against the held ones; touched: the keys a report of changes moved (all, for a whole report). */
+interface Placed {
+  items: Map<string, Item>
+  generations: Map<string, number>
+  reported: Map<string, ReportedItem>
+  /** Keys whose reported item was older than the held one, which stayed. */
+  stale: Set<string>
+  touched?: Set<string>
 }
 
 /**
@@ -95,52 +107,18 @@ export class TargetStore {
         },
       }
     }
-    if (report.base !== undefined) {
-      const whole = this.applyChanges(previous, report)
-      if (!whole) {
-        const message = `the exporter does not hold the report of checksum ${report.base} that this report of changes applies to; send the whole report`
-        return { changed: false, result: { accepted: false, reason: 'BaseMismatch', message } }
-      }
-      report = whole
+    let placed: Placed
+    if (report.base === undefined) placed = this.placeAll(report, previous)
+    else if (previous && previous.checksum === report.base && previous.stamp.uid === report.uid) placed = this.placeChanges(report, previous)
+    else {
+      const message = `the exporter does not hold the report of checksum ${report.base} that this report of changes applies to; send the whole report`
+      return { changed: false, result: { accepted: false, reason: 'BaseMismatch', message } }
     }
-    const items = new Map<string, Item>()
-    const generations = new Map<string, number>()
-    const reported = new Map<string, ReportedItem>()
-    let staleItems = 0
-    report.items.forEach((item, i) => {
-      const k = itemKey(item)
-      const old = previous?.items.get(k)
-      const generation = report.itemGenerations?.[i]
-      const hash = report.itemHashes?.[i] ?? itemHash(item)
-      const heldGeneration = previous?.generations.get(k)
-      if (old && isStaleItem(heldGeneration, generation)) {
-        staleItems++
-        items.set(k, old)
-        generations.set(k, heldGeneration as number)
-        reported.set(k, { item, hash, generation: generation ?? null })
-        return
-      }
-      if (typeof generation === 'number') generations.set(k, generation)
-      // Keep the old object when nothing changed: its hash and rendered text are cached by identity.
-      const kept = old && itemHash(old) === hash ? old : item
-      if (kept === item) {
-        seedItemHash(item, hash)
-        this.strings.share(item, report.target)
-      }
-      items.set(k, kept)
-      reported.set(k, { item: kept, hash, generation: generation ?? null })
-    })
-    // An object whose extraction failed keeps its last good item instead of vanishing downstream.
-    for (const failed of report.failedKeys ?? []) {
-      const old = previous?.items.get(failed)
-      if (old && !items.has(failed)) {
-        items.set(failed, old)
-        const held = previous?.generations.get(failed)
-        if (held !== undefined) generations.set(failed, held)
-      }
-    }
+    const { items, generations, reported, stale } = placed
+    const staleItems = stale.size
     // A periodic resync reports the same items: exporting nothing new must not flip status to Pending.
-    const changed = !previous || previous.items.size !== items.size || [...items].some(([k, item]) => previous.items.get(k) !== item)
+    const changed = !previous || previous.items.size !== items.size ||
+      [...(placed.touched ?? items.keys())].some((k) => previous.items.get(k) !== items.get(k))
     const { bytes, forget } = this.budget.chargeReport(items.values())
     const before = previous?.bytes ?? 0
     const over = this.budget.check(report.target, before, bytes)
@@ -152,7 +130,7 @@ export class TargetStore {
       return { changed: false, result: refusal }
     }
     const stamp: ReportStamp = { uid: report.uid, generation: report.generation, sequence: report.sequence }
-    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations, reported })
+    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations, reported, stale })
     this.charge(report.target, before, bytes)
     if (staleItems > 0) {
       this.log('info', 'target report had items older than the held ones; kept the held ones', { target: key, staleItems, sequence: report.sequence })
@@ -160,17 +138,80 @@ export class TargetStore {
     return { changed, result: staleItems > 0 ? { accepted: true, staleItems } : { accepted: true } }
   }
 
-  /** The whole report a report of changes stands for, or null when it does not apply to the held one. */
-  private applyChanges(previous: TargetState | undefined, changes: TargetReport): TargetReport | null {
-    if (!previous || previous.checksum !== changes.base || previous.stamp.uid !== changes.uid) return null
-    const reported = new Map(previous.reported)
-    for (const k of changes.removedKeys ?? []) reported.delete(k)
+  /** Where each item of a whole report goes, against what is held. */
+  private placeAll(report: TargetReport, previous: TargetState | undefined): Placed {
+    const placed: Placed = { items: new Map(), generations: new Map(), reported: new Map(), stale: new Set() }
+    report.items.forEach((item, i) => this.place(placed, previous, report.target, item, report.itemHashes?.[i], report.itemGenerations?.[i]))
+    this.keepFailed(placed, previous, report.failedKeys)
+    return placed
+  }
+
+  /**
+   * The same for a report of changes to the held report: what it does not name stays as placed
+   * last time, which is what the whole report would place again (same item, same generation).
+   */
+  private placeChanges(changes: TargetReport, previous: TargetState): Placed {
+    const touched = new Set<string>()
+    const placed: Placed = {
+      items: new Map(previous.items), generations: new Map(previous.generations), reported: new Map(previous.reported), stale: new Set(previous.stale), touched,
+    }
+    const forget = (k: string) => {
+      touched.add(k)
+      placed.items.delete(k)
+      placed.generations.delete(k)
+      placed.reported.delete(k)
+      placed.stale.delete(k)
+    }
+    for (const k of changes.removedKeys ?? []) forget(k)
+    // Items kept last time for objects that failed: kept again only while they fail.
+    const failed = new Set(changes.failedKeys ?? [])
+    for (const k of previous.items.keys()) if (!previous.reported.has(k) && !failed.has(k)) forget(k)
     changes.items.forEach((item, i) => {
-      reported.set(itemKey(item), { item, hash: changes.itemHashes?.[i] ?? itemHash(item), generation: changes.itemGenerations?.[i] ?? null })
+      const k = itemKey(item)
+      forget(k)
+      this.place(placed, previous, changes.target, item, changes.itemHashes?.[i], changes.itemGenerations?.[i])
     })
-    const all = [...reported.values()]
-    const { base: _base, removedKeys: _removed, ...rest } = changes
-    return { ...rest, items: all.map((r) => r.item), itemHashes: all.map((r) => r.hash), itemGenerations: all.map((r) => r.generation) }
+    this.keepFailed(placed, previous, changes.failedKeys)
+    return placed
+  }
+
+  /** One reported item: the held one stays when it is newer (stale) or the same (its hash and rendered text are cached by identity). */
+  private place(
+    placed: Placed, previous: TargetState | undefined, target: ObjectRef, item: Item, sentHash: string | undefined, generation: number | null | undefined,
+  ): void {
+    const k = itemKey(item)
+    const old = previous?.items.get(k)
+    const hash = sentHash ?? itemHash(item)
+    const heldGeneration = previous?.generations.get(k)
+    placed.touched?.add(k)
+    if (old && isStaleItem(heldGeneration, generation)) {
+      placed.stale.add(k)
+      placed.items.set(k, old)
+      placed.generations.set(k, heldGeneration as number)
+      placed.reported.set(k, { item, hash, generation: generation ?? null })
+      return
+    }
+    if (typeof generation === 'number') placed.generations.set(k, generation)
+    const kept = old && itemHash(old) === hash ? old : item
+    if (kept === item) {
+      seedItemHash(item, hash)
+      this.strings.share(item, target)
+    }
+    placed.items.set(k, kept)
+    placed.reported.set(k, { item: kept, hash, generation: generation ?? null })
+  }
+
+  /** An object whose extraction failed keeps its last good item instead of vanishing downstream. */
+  private keepFailed(placed: Placed, previous: TargetState | undefined, failedKeys: readonly string[] | undefined): void {
+    for (const failed of failedKeys ?? []) {
+      const old = previous?.items.get(failed)
+      if (old && !placed.items.has(failed)) {
+        placed.touched?.add(failed)
+        placed.items.set(failed, old)
+        const held = previous?.generations.get(failed)
+        if (held !== undefined) placed.generations.set(failed, held)
+      }
+    }
   }
 
   /** Forget a target's items; true when some were held. With a uid, a later report of it is stale. */
