@@ -112,6 +112,24 @@ describe('with the exporter in process', () => {
     assert.equal(afterProd, start + 1)
   })
 
+  test('the same body again after syncs in which every object changed (records not kept) is still answered from before', async () => {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(target.metadata as object, { name: 'rollouts', uid: 'uid-rollouts' })
+    const objects = deployments()
+    const rollout = (round: number) => objects.forEach((o, i) => ((o.metadata as { resourceVersion: string }).resourceVersion = String(round * 1000 + i)))
+    await sync(server.url, targetSyncRequest(objects, { target }))
+    // Two syncs in which every object changed: the second one's records are not kept (incremental-syncs.test.ts).
+    rollout(1)
+    await sync(server.url, targetSyncRequest(objects, { target }))
+    rollout(2)
+    const last = await sync(server.url, targetSyncRequest(objects, { target }))
+    const start = await reused(server)
+    const count = reports.length
+    assert.deepEqual(await sync(server.url, targetSyncRequest(objects, { target })), last)
+    assert.equal(await reused(server), start + 1)
+    assert.equal(reports.length, count, 'nothing sent')
+  })
+
   test('an answer whose report the exporter did not take whole is not kept: the same body runs again', async () => {
     const objects = [deployment(7, { name: 'stale-one' })]
     const target = structuredClone(loadExampleCr('target-deployments.yaml'))

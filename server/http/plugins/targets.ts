@@ -62,9 +62,11 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       const plan = await incremental.plan(bytes)
       const scanMs = performance.now() - scanning
       const digesting = performance.now()
-      const digest = !plan && unchanged.enabled ? (hashers.get(request) ?? unchanged.hasher().update(bytes)).digest('hex') : null
+      // A body whose records will not be kept (no plan, or a target whose objects keep changing) is hashed whole.
+      const hashed = unchanged.enabled && (!plan || (!plan.reduced && !plan.keep))
+      const digest = hashed ? (hashers.get(request) ?? unchanged.hasher().update(bytes)).digest('hex') : null
       const digested = performance.now() - digesting
-      const kept = !unchanged.enabled ? undefined : plan ? incremental.unchangedAnswer(plan) : digest !== null ? unchanged.get(digest) : undefined
+      const kept = !unchanged.enabled ? undefined : digest !== null ? unchanged.get(digest) : plan ? incremental.unchangedAnswer(plan) : undefined
       if (kept) {
         // A failed check is a miss: the sync then runs, and reports, as any other.
         if (await exporter.holdsReport(kept.report).catch(() => false)) {
