@@ -14,7 +14,7 @@ import { extractedCondition } from '../../hooks/target.js'
 import { targetResponse } from '../../hooks/target-status.js'
 import { TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
 import { memberDigest, MemberScan, onlySpaceAfter, skipSpace, type KnownMember, type Member } from './body-scan.js'
-import { recordBytes, type CacheEntry, type KeptAnswer, type ObjectCache } from './object-cache.js'
+import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
 import { readJson } from '../protocol/json-depth.js'
 import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
@@ -44,10 +44,6 @@ export interface SyncPlan {
   useful: boolean
   /** Reads up to max more objects; false once they are all read (or the map is malformed). */
   advance(max: number): boolean
-  /** The entry the plan was made with. */
-  previous?: CacheEntry
-  /** SHA-256 of the body outside the target kind's objects; call after finish(). */
-  headDigest(): string
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
   finish(): string | null
 }
@@ -76,10 +72,10 @@ const NONE: ReadonlyMap<string, ObjectRecord<string>> = new Map()
 /** A sync's extraction, and what to do once the exporter has answered: whole, it took the report whole. */
 export interface Extraction {
   outcome: PoolOutcome
-  /** Milliseconds spent adding kept records to the child's. */
+  /** Milliseconds spent reading the body's structure before the child got it, and adding kept records to the child's. */
+  scanMs: number
   mergeMs?: number
-  /** Once the exporter has answered: whole, it took the report whole; response, the sync's answer. */
-  settle(whole: boolean, response: SyncResponse<TargetStatus>): void
+  settle(whole: boolean): void
 }
 
 const NOTHING = (): void => undefined
@@ -98,48 +94,38 @@ export class IncrementalSyncs {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /**
-   * The answer to this very body, when the target's last sync had it byte for byte (every object
-   * kept its bytes, and so did everything around them): it stands once the exporter says it
-   * still holds that answer's report.
-   */
-  unchangedAnswer(plan: SyncPlan): KeptAnswer | undefined {
-    const answer = plan.previous?.answer
-    return plan.reduced && plan.extracting === 0 && answer?.headDigest === plan.headDigest() ? answer : undefined
-  }
-
-  /** Runs a target sync's extraction with run (the pool's), incrementally when there is a plan. */
-  async extract(plan: SyncPlan | null, bytes: Buffer, job: JobInfo, run: (body: Buffer, job: JobInfo) => Promise<PoolOutcome>): Promise<Extraction> {
-    if (!plan) return { outcome: await run(bytes, job), settle: NOTHING }
+  /** Runs a target sync's extraction with run (the pool's), incrementally when the body allows it. */
+  async extract(bytes: Buffer, job: JobInfo, run: (body: Buffer, job: JobInfo) => Promise<PoolOutcome>): Promise<Extraction> {
+    const scanning = performance.now()
+    const plan = await this.plan(bytes)
+    const scanMs = performance.now() - scanning
+    if (!plan) return { outcome: await run(bytes, job), scanMs, settle: NOTHING }
     let outcome = await run(plan.body, { ...job, records: true })
     if (outcome.kind !== 'done') {
       this.forget(plan)
-      return { outcome, settle: NOTHING }
+      return { outcome, scanMs, settle: NOTHING }
     }
     if (!plan.reduced) {
       const { result } = outcome
       if (result.records) this.observe.counted?.(0, result.records.objects)
       // The rest of the body is read once the answer has gone: it only serves the next sync.
-      const settle = (whole: boolean, response: SyncResponse<TargetStatus>) => {
+      const settle = (whole: boolean) => {
         if (!whole) this.forget(plan)
-        else if (plan.keep) void this.remember(plan, result, response)
+        else if (plan.keep) void this.remember(plan, result)
       }
-      return { outcome, settle }
+      return { outcome, scanMs, settle }
     }
     const merging = performance.now()
     const merged = this.merge(plan, outcome.result)
     if (merged.kind === 'merged') {
       this.observe.counted?.(plan.members.length - plan.extracting, plan.extracting)
-      const settle = (whole: boolean, response: SyncResponse<TargetStatus>) => {
-        if (whole) this.commit(plan, merged.entry, merged.result, response)
-        else this.forget(plan)
-      }
-      return { outcome: { ...outcome, result: merged.result }, mergeMs: performance.now() - merging, settle }
+      const settle = (whole: boolean) => (whole ? this.commit(plan, merged.entry) : this.forget(plan))
+      return { outcome: { ...outcome, result: merged.result }, scanMs, mergeMs: performance.now() - merging, settle }
     }
     this.forget(plan)
     // Records that do not add up: the whole body, the ordinary way, within the same deadline.
     if (merged.kind === 'whole') outcome = await run(bytes, job)
-    return { outcome, settle: NOTHING }
+    return { outcome, scanMs, settle: NOTHING }
   }
 
   /**
@@ -147,7 +133,7 @@ export class IncrementalSyncs {
    * writes (parent before related, no duplicate or escaped keys on the way to the objects): the
    * body then goes to a child as without the cache.
    */
-  async plan(body: Buffer): Promise<SyncPlan | null> {
+  private async plan(body: Buffer): Promise<SyncPlan | null> {
     if (!this.cache.enabled) return null
     const top = new MemberScan(body, skipSpace(body, 0), undefined, 'related')
     top.step()
@@ -194,8 +180,7 @@ export class IncrementalSyncs {
     }
     const whole: SyncPlan = {
       target, namespace: meta.namespace, source: body, body, reduced: false, keep: true, useful: true, extracting: 0, members: objects.members, kept: NONE,
-      advance: (max) => objects.step(max), finish, ...(entry ? { previous: entry } : {}),
-      headDigest: () => createHash('sha256').update(body.subarray(0, typeAt.start + 1)).update(body.subarray(objects.end - 1)).digest('base64'),
+      advance: (max) => objects.step(max), finish,
     }
 
     // A first sync, or one in which the first objects all changed: the child gets the whole
@@ -205,8 +190,13 @@ export class IncrementalSyncs {
     if (!objects.members.some((m) => m.digest !== undefined)) {
       // Kept records that did not help. Once (a rollout changes every object) new ones are kept;
       // when the records kept after that did not help either, the target's objects change
-      // between syncs, and keeping costs the server a read of the whole body: once a minute.
-      return { ...whole, keep: entry.useful || this.now() - entry.at >= REKEEP_MS, useful: false }
+      // between syncs, and keeping costs the server a read of the whole body: once a minute, or
+      // as soon as the first objects come again as the last body had them (they settled).
+      const sample = objects.members.map((m) => ({ key: m.key, digest: memberDigest(body, m.keyStart, m.end) }))
+      const last = new Map(entry.probe?.map((p) => [p.key, p.digest]))
+      const settled = sample.some((m) => last.get(m.key) === m.digest)
+      entry.probe = sample
+      return { ...whole, keep: settled || entry.useful || this.now() - entry.at >= REKEEP_MS, useful: settled }
     }
     if (finish() === null) return null
     const changed = entry.fingerprint === fingerprint ? objects.members.filter((m) => m.digest === undefined) : objects.members
@@ -272,7 +262,7 @@ export class IncrementalSyncs {
    * After a whole plan's sync was answered and its report taken whole: reads the rest of the body
    * and keeps the child's records for the next sync. Off the sync's path: its answer has gone.
    */
-  private async remember(plan: SyncPlan, result: ChildResult, response: SyncResponse<TargetStatus>): Promise<void> {
+  private async remember(plan: SyncPlan, result: ChildResult): Promise<void> {
     try {
       // A batch at a time: other hooks are answered in between.
       do await setImmediate()
@@ -281,7 +271,7 @@ export class IncrementalSyncs {
       const tooLarge = (result.report?.json.length ?? 0) > this.cache.namespaceBytes
       const fresh = result.records && result.report && !tooLarge && plan.finish() !== null ? decodeRecords(result.records.meta, result.report.json) : null
       const built = fresh && fresh.size === plan.members.length ? this.entry(plan, fresh) : null
-      if (built) return this.commit(plan, built.entry, result, response)
+      if (built) return this.commit(plan, built.entry)
     } catch (err) {
       // Nothing is lost: the target's next sync extracts every object.
       this.observe.failed?.((err as Error).message)
@@ -289,13 +279,8 @@ export class IncrementalSyncs {
     this.forget(plan)
   }
 
-  /** The sync's report was taken whole: its records serve the target's next sync, and its answer the same body again. */
-  private commit(plan: SyncPlan, entry: CacheEntry, result: ChildResult, response: SyncResponse<TargetStatus>): void {
-    const report = result.report
-    if (report) {
-      const held = { target: report.target, ...(report.uid ? { uid: report.uid } : {}), generation: report.generation, checksum: report.checksum }
-      entry.answer = { response, report: held, headDigest: plan.headDigest() }
-    }
+  /** The sync's report was taken whole: its records serve the target's next sync. */
+  private commit(plan: SyncPlan, entry: CacheEntry): void {
     this.cache.set(plan.target, entry)
   }
 

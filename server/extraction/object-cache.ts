@@ -1,5 +1,3 @@
-import type { HeldReport, TargetStatus } from '../../api/types.js'
-import type { SyncResponse } from '../../hooks/request.js'
 import type { ObjectRecord } from '../../hooks/target-tally.js'
 import type { KnownMember } from './body-scan.js'
 
@@ -19,16 +17,8 @@ export interface CacheEntry {
   at: number
   /** False when kept after a sync in which the records before did not help (every object had changed). */
   useful: boolean
-  /** The answer to the body these records came from, for the same body again (UnchangedSyncs does the same for other bodies). */
-  answer?: KeptAnswer
-}
-
-export interface KeptAnswer {
-  response: SyncResponse<TargetStatus>
-  /** The report it sent, which the exporter must still hold for the answer to stand. */
-  report: HeldReport
-  /** SHA-256 of the body outside the target kind's objects (with the objects' digests, the whole body). */
-  headDigest: string
+  /** The first objects of the last body whose records were not kept, to see whether the next one is like it. */
+  probe?: { key: string; digest: string }[]
 }
 
 /** The member, map entries, record objects and string headers of one object (measured on V8: about 400). */

@@ -18,8 +18,7 @@ interface Entry {
  * without parsing or extracting anything, once the exporter says it still holds the report that
  * answer sent (an exporter that restarted, or a replica that missed it, gets it again). Only an
  * answer whose report every exporter accepted whole is kept. Keyed by the bytes alone, a hit
- * answers exactly the request that was sent, whoever sends it. With incremental syncs on, only
- * bodies they cannot read come here (incremental.ts keeps the answers of the others).
+ * answers exactly the request that was sent, whoever sends it.
  */
 export class UnchangedSyncs {
   private readonly entries = new Map<string, Entry>()

@@ -225,6 +225,10 @@ describe('incremental target syncs', () => {
     assert.deepEqual((await both(targetSyncRequest(objects, { target }))).reused, 0)
     const quiet = await both(targetSyncRequest(objects, { target }))
     assert.deepEqual([quiet.reused, quiet.extracted], [0, 5], 'the records kept are those of the sync before')
+    // The objects came again as the last body had them: they settled, and these records are kept.
+    bump(objects[3] as KubeObject, '900300', 9)
+    const settled = await both(targetSyncRequest(objects, { target }))
+    assert.deepEqual([settled.reused, settled.extracted], [4, 1])
   })
 
   test("one target's records never answer another's, in the same namespace or another", async () => {

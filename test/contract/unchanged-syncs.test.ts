@@ -51,7 +51,7 @@ describe('with the exporter in process', () => {
     assert.deepEqual(again, first)
     assert.equal(await reused(server), before + 1)
     assert.equal(reports.length, 1, 'the exporter holds that report already: nothing is sent')
-    assert.deepEqual(Object.keys(server.app.extractPool.lastPhases ?? {}), ['receive', 'digest', 'scan', 'report'], 'no child parsed or extracted it')
+    assert.deepEqual(Object.keys(server.app.extractPool.lastPhases ?? {}), ['receive', 'digest', 'report'], 'no child parsed or extracted it')
 
     ;(objects[1] as { metadata: { resourceVersion: string } }).metadata.resourceVersion = '999'
     ;(objects[1] as { spec: { replicas: number } }).spec.replicas = 9

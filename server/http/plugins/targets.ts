@@ -46,9 +46,8 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
     // Stamped on arrival, before the body is read: a sync that arrives later carries newer state
     // (Metacontroller never runs two syncs of one parent at once), however long each one parses.
     raw.addHook('onRequest', async (request) => { arrivals.set(request, nextSequence()) })
-    // The body's key is hashed as its chunks arrive, in the time the route would wait for them
-    // anyway. With incremental syncs, a body they can read gets its answer from them instead.
-    if (unchanged.enabled && !incremental.cache.enabled) {
+    // The body's key is hashed as its chunks arrive, in the time the route would wait for them anyway.
+    if (unchanged.enabled) {
       raw.addHook('preParsing', async (request, _reply, payload) => {
         const hasher = unchanged.hasher()
         hashers.set(request, hasher)
@@ -58,27 +57,22 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
     hookRoute(raw, deps, 'targets', 'sync', null, async (body, request, reply) => {
       const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
       const received = reply.elapsedTime
-      const scanning = performance.now()
-      const plan = await incremental.plan(bytes)
-      const scanMs = performance.now() - scanning
       const digesting = performance.now()
-      // A body whose records will not be kept (no plan, or a target whose objects keep changing) is hashed whole.
-      const hashed = unchanged.enabled && (!plan || (!plan.reduced && !plan.keep))
-      const digest = hashed ? (hashers.get(request) ?? unchanged.hasher().update(bytes)).digest('hex') : null
+      const digest = hashers.get(request)?.digest('hex') ?? null
       const digested = performance.now() - digesting
-      const kept = !unchanged.enabled ? undefined : digest !== null ? unchanged.get(digest) : plan ? incremental.unchangedAnswer(plan) : undefined
-      if (kept) {
+      const kept = digest === null ? undefined : unchanged.get(digest)
+      if (digest !== null && kept) {
         // A failed check is a miss: the sync then runs, and reports, as any other.
         if (await exporter.holdsReport(kept.report).catch(() => false)) {
           metrics.unchangedSyncs.inc({ result: 'reused' })
-          app.extractPool.lastPhases = { receive: received, digest: digested, scan: scanMs, report: reply.elapsedTime - received - digested - scanMs }
+          app.extractPool.lastPhases = { receive: received, digest: digested, report: reply.elapsedTime - received - digested }
           return kept.response
         }
-        if (digest !== null) unchanged.forget(digest)
+        unchanged.forget(digest)
         metrics.unchangedSyncs.inc({ result: 'exporter-lacks' })
       }
       const job: JobInfo = { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) }
-      const { outcome, mergeMs, settle } = await incremental.extract(plan, bytes, job, (body, info) => app.extractPool.run(body, info))
+      const { outcome, scanMs, mergeMs, settle } = await incremental.extract(bytes, job, (body, info) => app.extractPool.run(body, info))
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
       // Overload answers 429 with Retry-After (a quarter of the budget), never a late 5xx.
       if (outcome.kind === 'queued' || outcome.kind === 'busy') {
@@ -122,7 +116,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
           response = staleItemsTargetSync(response, result.staleItems)
         }
       }
-      settle(whole, response)
+      settle(whole)
       // Kept only when the exporter took the whole report: then a byte-identical resync would get this answer again.
       if (digest !== null && whole && report) {
         const { target: ref, uid, generation, checksum } = report
