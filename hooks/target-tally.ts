@@ -41,6 +41,8 @@ export interface Tallied<I> {
   items: ItemRecord<I>[]
   failedKeys: string[]
   checksum: string
+  /** The items' attribute bytes, bounded per sync (ExpressionLimits.maxRequestItemBytes). */
+  itemBytes: number
 }
 
 /** Adds records in the objects' key order (lastError is the first failure's). */
@@ -68,6 +70,7 @@ export class TargetTally<I> {
   /** The items in report order (all come from one target, so identity order is item order). */
   finish(): Tallied<I> {
     const items = this.items.sort((a, b) => compareOrder(a.order, b.order))
-    return { counts: this.counts, items, failedKeys: this.failedKeys.sort(), checksum: checksumOfHashes(items.map((i) => i.hash)) }
+    const checksum = checksumOfHashes(items.map((i) => i.hash))
+    return { counts: this.counts, items, failedKeys: this.failedKeys.sort(), checksum, itemBytes: this.itemBytes }
   }
 }

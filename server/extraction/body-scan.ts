@@ -132,7 +132,8 @@ export class MemberScan {
       if (b[this.i] === CLOSE_BRACE) return this.finish(this.i + 1)
     }
     for (let n = 0; this.state === 'member' && !this.paused && n < max; n++) {
-      const member = this.same() ?? readMember(b, this.i, this.stopAt)
+      const key = readKey(b, this.i)
+      const member = key && (this.same(key.key) ?? readMember(b, this.i, key, this.stopAt))
       if (!member || this.seen.has(member.key)) return this.fail()
       this.seen.add(member.key)
       if (member.end < 0) this.paused = member
@@ -159,13 +160,11 @@ export class MemberScan {
     else this.fail()
   }
 
-  /** The member here, when it is the previous member of its key byte for byte. */
-  private same(): (Member & { digest: string }) | null {
+  /** The member here (its key read), when it is the previous member of that key byte for byte. */
+  private same(key: string): (Member & { digest: string }) | null {
     const previous = this.previous
     if (!previous || this.stopAt !== undefined) return null
     const { b, i } = this
-    const key = readKey(b, i)?.key
-    if (key === undefined) return null
     // Past the previous members keyed before this one (gone): both bodies come in key order.
     while (this.j < previous.length && (previous[this.j] as KnownMember).key < key) this.j++
     const old = previous[this.j]
@@ -198,15 +197,12 @@ function readKey(b: Uint8Array, i: number): { key: string; end: number } | null 
   return { key: Buffer.from(b.buffer, b.byteOffset + i + 1, end - i - 2).toString('utf8'), end }
 }
 
-/** The member whose key opens at b[i] (key, colon, value), or null; its value unread (end -1) when its key is stopAt. */
-function readMember(b: Uint8Array, i: number, stopAt?: string): Member | null {
-  const keyStart = i
-  const read = readKey(b, i)
-  if (read === null) return null
+/** The member whose key (read) opens at b[keyStart]: colon, value; or null. Its value is unread (end -1) when its key is stopAt. */
+function readMember(b: Uint8Array, keyStart: number, read: { key: string; end: number }, stopAt?: string): Member | null {
   const { key } = read
-  i = skipSpace(b, read.end)
-  if (b[i] !== COLON) return null
-  const start = skipSpace(b, i + 1)
+  const colon = skipSpace(b, read.end)
+  if (b[colon] !== COLON) return null
+  const start = skipSpace(b, colon + 1)
   if (key === stopAt) return { key, keyStart, start, end: -1 }
   const end = skipValue(b, start)
   return end < 0 ? null : { key, keyStart, start, end }

@@ -20,7 +20,7 @@ import { encodeRecords } from './records-wire.js'
 /** The body (job) or nothing (plural) follows as the frame's payload. */
 export type ToChild =
   /** namespace: the one the sync queued under (null: the server could not tell). */
-  /** records: answer with each object's record (records-wire.ts) instead of the report's items. */
+  /** records: answer with each object's record (records-wire.ts) along with the report. */
   | { type: 'job'; id: number; limits: ExpressionLimits; namespace: string | null; records?: boolean }
   | { type: 'plural'; id: number; plural: PluralResolution }
 

@@ -72,8 +72,9 @@ const NONE: ReadonlyMap<string, ObjectRecord<string>> = new Map()
 /** A sync's extraction, and what to do once the exporter has answered: whole, it took the report whole. */
 export interface Extraction {
   outcome: PoolOutcome
-  /** Milliseconds spent reading the body's structure before the child got it, and adding kept records to the child's. */
+  /** Milliseconds spent reading the body's structure before the child got it. */
   scanMs: number
+  /** Milliseconds spent adding the kept records to the child's (a reduced plan). */
   mergeMs?: number
   settle(whole: boolean): void
 }
@@ -289,8 +290,7 @@ export class IncrementalSyncs {
   }
 
   /** Every object's record (the child's, else the kept one), tallied in key order as syncTarget does, and the entry that keeps them. */
-  private entry(plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>):
-    { entry: CacheEntry; tallied: Tallied<string> & { itemBytes: number } } | null {
+  private entry(plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>): { entry: CacheEntry; tallied: Tallied<string> } | null {
     const tally = new TargetTally<string>()
     const records = new Map<string, ObjectRecord<string>>()
     const known: KnownMember[] = new Array(plan.members.length)
@@ -306,11 +306,10 @@ export class IncrementalSyncs {
       records.set(m.key, record)
       bytes += recordBytes(m.key, record)
     }
-    const itemBytes = tally.itemBytes
     const tallied = tally.finish()
     const fingerprint = plan.finish() as string
     const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, members: known, records, bytes, at: this.now(), useful: plan.useful }
-    return { entry, tallied: { ...tallied, itemBytes } }
+    return { entry, tallied }
   }
 }
 
