@@ -11,12 +11,12 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { post } from '../test/support/hooks-server.js'
 
-interface Ask { id: number; url: string; file: string }
+interface Ask { id: number; url: string; file: string; token?: string }
 interface Answer { id: number; ms: number; status: number; text: string; error?: string }
 
 export interface SyncClient {
-  /** The answer and the client's wall time for it. */
-  post(url: string, body: Buffer): Promise<Answer>
+  /** The answer and the client's wall time for it; token: the hooks' bearer token. */
+  post(url: string, body: Buffer, token?: string): Promise<Answer>
   close(): void
 }
 
@@ -30,7 +30,7 @@ export function startSyncClient(): SyncClient {
   })
   let next = 0
   return {
-    post: (url, body) => {
+    post: (url, body, token) => {
       const id = ++next
       const file = path.join(dir, `${id}.json`)
       writeFileSync(file, body)
@@ -50,7 +50,7 @@ export function startSyncClient(): SyncClient {
             reject(err)
           },
         })
-        child.send({ id, url, file } satisfies Ask)
+        child.send({ id, url, file, ...(token ? { token } : {}) } satisfies Ask)
       })
     },
     close: () => {
@@ -65,7 +65,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
     const body = readFileSync(ask.file)
     const start = performance.now()
     // As Metacontroller's Go client sends it (test/support/hooks-server.ts), on a connection of its own.
-    post(ask.url, body, { Connection: 'close' }).then(
+    post(ask.url, body, { Connection: 'close', ...(ask.token ? { Authorization: `Bearer ${ask.token}` } : {}) }).then(
       ({ status, text }) => process.send?.({ id: ask.id, ms: performance.now() - start, status, text } satisfies Answer),
       (err: Error) => process.send?.({ id: ask.id, ms: 0, status: 0, text: '', error: `${(err as NodeJS.ErrnoException).code ?? ''} ${err.message}` } satisfies Answer),
     )

@@ -34,7 +34,7 @@ export const DEFAULT_LIMITS: ExpressionLimits = {
   maxItemBytes: 64 * 1024,
   // The exporter's default namespace share: a larger output could never be held there, and the
   // hooks would hold it in memory only to have it refused.
-  maxRequestItemBytes: 32 * 1024 * 1024,
+  maxRequestItemBytes: 192 * 1024 * 1024,
   maxJsonDepth: 512,
   maxStringLength: 4 * 1024 * 1024,
   maxListLength: 1024 * 1024,

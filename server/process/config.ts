@@ -64,18 +64,23 @@ export interface LeaseSettings {
   retryPeriodMs: number
 }
 
-/** Sized to the chart's exporter memory limit (1 GiB); the arithmetic is in docs/operations.md#sizing. */
-const DEFAULT_ITEM_BUDGET_BYTES = 128 * 1024 * 1024
-const DEFAULT_NAMESPACE_SHARE = 0.25
+/**
+ * Sized for one target of 100,000 Deployments (issue 28): their example-profile items are charged
+ * about 150 MB, within half of it. The chart sets smaller values for its 1 GiB exporter, and a
+ * values file for large targets; the arithmetic is in docs/operations.md#sizing.
+ */
+const DEFAULT_ITEM_BUDGET_BYTES = 384 * 1024 * 1024
+const DEFAULT_NAMESPACE_SHARE = 0.5
 
 type Env = Record<string, string | undefined>
 
 /**
- * A tenth of this process's heap limit, at most 128 MiB: the records sit in the heap next to the
- * bodies in flight (and, in one process, the exporter's items), so a small heap keeps fewer.
+ * A tenth of this process's heap limit, at most 256 MiB (with half for one namespace, the records
+ * of a 100,000-object target, about 120 MB): the records sit in the heap next to the bodies in
+ * flight (and, in one process, the exporter's items), so a small heap keeps fewer.
  */
 function defaultObjectCacheBytes(): number {
-  return Math.min(128 * 1024 * 1024, Math.floor(getHeapStatistics().heap_size_limit / 10))
+  return Math.min(256 * 1024 * 1024, Math.floor(getHeapStatistics().heap_size_limit / 10))
 }
 
 function int(env: Env, name: string, fallback: number): number {
@@ -206,7 +211,9 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     dataDir: path.resolve(env['KOLLECT_DATA_DIR'] ?? defaults.dataDir ?? '.data'),
     cluster: clusterLabel(env['KOLLECT_CLUSTER'] ?? defaults.cluster ?? 'default'),
     hookAuth: auth,
-    hookBodyLimit: int(env, 'KOLLECT_HOOK_BODY_LIMIT', 64 * 1024 * 1024),
+    // A target of 100,000 realistic Deployments with managedFields is a 250 MiB body; a child
+    // extracts a body within 8 times its size in heap (KOLLECT_WORKER_MEMORY_MB).
+    hookBodyLimit: int(env, 'KOLLECT_HOOK_BODY_LIMIT', 320 * 1024 * 1024),
     exporterPort,
     exporterHost,
     exporterUrl: env['KOLLECT_EXPORTER_URL'] ?? `http://127.0.0.1:${exporterPort}`,
@@ -218,7 +225,8 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     // Metacontroller runs 5 workers per controller and Kollect has 4 controllers: an ordinary
     // resync never has more than 20 hooks in flight.
     maxInflightRequests: int(env, 'KOLLECT_MAX_INFLIGHT_REQUESTS', 20),
-    maxInflightBytes: int(env, 'KOLLECT_MAX_INFLIGHT_BYTES', 256 * 1024 * 1024),
+    // Past one body at the limit, so that a largest target's sync does not turn every other hook away.
+    maxInflightBytes: int(env, 'KOLLECT_MAX_INFLIGHT_BYTES', 512 * 1024 * 1024),
     secretCacheMs: int(env, 'KOLLECT_SECRET_CACHE_MS', 30_000),
     shutdownGraceMs: int(env, 'KOLLECT_SHUTDOWN_GRACE_MS', 20_000),
     extractWorkers: int(env, 'KOLLECT_EXTRACT_WORKERS', 0),
@@ -226,8 +234,8 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     syncTimeoutMs: int(env, 'KOLLECT_SYNC_TIMEOUT_MS', 8000),
     unchangedSyncs: int(env, 'KOLLECT_UNCHANGED_SYNCS', 1000),
     objectCacheBytes: int(env, 'KOLLECT_OBJECT_CACHE_BYTES', defaultObjectCacheBytes()),
-    objectCacheNamespaceShare: fraction(env, 'KOLLECT_OBJECT_CACHE_NAMESPACE_SHARE', 0.25),
-    workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2048),
+    objectCacheNamespaceShare: fraction(env, 'KOLLECT_OBJECT_CACHE_NAMESPACE_SHARE', 0.5),
+    workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2560),
     itemBudgetBytes: int(env, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES', DEFAULT_ITEM_BUDGET_BYTES),
     namespaceShare: fraction(env, 'KOLLECT_EXPORTER_NAMESPACE_SHARE', DEFAULT_NAMESPACE_SHARE),
     leaderElection: leaderElection(env),

@@ -79,6 +79,19 @@ test('default values: a hardened two-container pod with the token as a file', ()
   assert.ok(d.spec.template.spec.volumes.find((v) => v.name === 'data')?.emptyDir)
 })
 
+test('values-large-targets.yaml: a pod sized by the same rules for a 100,000-Deployment target', () => {
+  const file = `${CHART}/values-large-targets.yaml`
+  const r = runHelm(['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '-f', file])
+  assert.equal(r.status, 0, `helm lint -f ${file}:\n${r.stdout}\n${r.stderr}`)
+  const d = only<Deployment>(render([], ['-f', file]), 'Deployment', 'kollect')
+  assertHardenedPod(d, 'kollect-hook-token')
+  // bench/hook-sync BENCH_DEFAULTS=100000: a 250.2 MiB body, whose items are charged about 150 MB.
+  assert.ok(Number(envValue(container(d, 'hooks'), 'KOLLECT_HOOK_BODY_LIMIT')) > 250.2 * 1024 * 1024)
+  const exporter = container(d, 'exporter')
+  const share = Number(envValue(exporter, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES')) * Number(envValue(exporter, 'KOLLECT_EXPORTER_NAMESPACE_SHARE'))
+  assert.ok(share > 150e6, `one namespace may hold ${share} bytes of items`)
+})
+
 test('the pod matches the kustomize base (probes, args, security, mounts)', () => {
   const chart = only<Deployment>(render(), 'Deployment', 'kollect')
   const base = only<Deployment>(k8sObjects(parseDocs(readRepoFile('manifests/deployment.yaml'), 'manifests/deployment.yaml')), 'Deployment')

@@ -260,6 +260,14 @@ export function assertHardenedPod(d: Deployment, tokenSecret: string | null): vo
   assert.ok(heap > 0 && heap <= limit * 0.8, `exporter heap cap ${heap} against a memory limit of ${limit}`)
   assert.ok(budget > 0 && 160 * 1024 * 1024 + 5 * budget <= limit, `exporter item budget ${budget} against a memory limit of ${limit}`)
   assert.ok(/^(0?\.\d+|1)$/.test(envValue(exporter, 'KOLLECT_EXPORTER_NAMESPACE_SHARE') ?? ''), 'a namespace share')
+  // The hooks' memory: every child at its heap cap plus the server, and a child that can parse a
+  // body at the limit (within 8 times its size in heap, measured in docs/operations.md#sizing).
+  const children = Number(envValue(hooks, 'KOLLECT_EXTRACT_WORKERS')) + 1
+  const childHeap = Number(envValue(hooks, 'KOLLECT_WORKER_MEMORY_MB')) * 1024 * 1024
+  const body = Number(envValue(hooks, 'KOLLECT_HOOK_BODY_LIMIT'))
+  const hooksLimit = quantityBytes(hooks.resources?.limits?.memory ?? '')
+  assert.ok(children > 1 && children * childHeap + 256 * 1024 * 1024 <= hooksLimit, `hooks: ${children} children of ${childHeap} bytes against ${hooksLimit}`)
+  assert.ok(body > 0 && 8 * body <= childHeap, `hooks: a ${body}-byte body against a child heap of ${childHeap}`)
   assert.ok(pod.volumes.some((v) => v.name === 'data'))
 
   for (const c of [hooks, exporter]) {

@@ -77,6 +77,8 @@ securityContext:
       value: {{ $r.Values.extraction.workers | quote }}
     - name: KOLLECT_WORKER_MEMORY_MB
       value: {{ $r.Values.extraction.workerMemoryMb | quote }}
+    - name: KOLLECT_HOOK_BODY_LIMIT
+      value: {{ $r.Values.extraction.bodyLimitBytes | int64 | quote }}
     {{- include "kollect.commonEnv" $r | trim | nindent 4 }}
   {{- if .split }}
   # /readyz also checks that the exporter answers through its Service.
