@@ -4,7 +4,7 @@ import { benchBurst } from './burst.js'
 import { benchExporter, benchKafkaExporter, benchS3Exporter } from './exporter.js'
 import { benchFailover } from './failover.js'
 import { benchFleet } from './fleet.js'
-import { benchHookSync } from './hook-sync.js'
+import { benchAtDefaults, benchHookSync } from './hook-sync.js'
 import { benchItemBudget } from './item-budget.js'
 import { benchLoad } from './load.js'
 import { benchMemory } from './memory.js'
@@ -13,6 +13,7 @@ import { benchTenants } from './tenants.js'
 
 const results: boolean[] = []
 results.push(await benchHookSync())
+results.push(await benchAtDefaults(100_000))
 results.push(await benchExporter(10_000, 'document'))
 results.push(await benchExporter(10_000, 'perResource'))
 results.push(await benchS3Exporter(10_000))
