@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { compareItems } from '../../api/canonical.js'
 import type { KubeObject, TargetReport, TargetStatus } from '../../api/types.js'
 import { post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
 import { TYPES, controllerFor, deployment, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
@@ -44,7 +45,7 @@ function applied(last: TargetReport, changes: TargetReport): TargetReport {
   const all = new Map(last.items.map((item, i) => [key(item), { item, hash: last.itemHashes?.[i], generation: last.itemGenerations?.[i] }]))
   for (const k of changes.removedKeys ?? []) assert.ok(all.delete(k), `removed ${k} was held`)
   changes.items.forEach((item, i) => all.set(key(item), { item, hash: changes.itemHashes?.[i], generation: changes.itemGenerations?.[i] }))
-  const sorted = [...all.values()].sort((a, b) => (a.item.name < b.item.name ? -1 : 1))
+  const sorted = [...all.values()].sort((a, b) => compareItems(a.item, b.item))
   const { base: _base, removedKeys: _removed, ...rest } = changes
   return { ...rest, items: sorted.map((e) => e.item), itemHashes: sorted.map((e) => e.hash as string), itemGenerations: sorted.map((e) => e.generation ?? null) }
 }
