@@ -232,6 +232,25 @@ describe('incremental target syncs', () => {
     assert.deepEqual([settled.reused, settled.extracted], [4, 1])
   })
 
+  test('objects of several namespaces, whose keys sort otherwise than their items, are merged in item order', async () => {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml')) as KubeObject & { spec: Record<string, unknown> }
+    Object.assign(target.metadata as object, { name: 'two-namespaces', uid: 'uid-two-namespaces' })
+    target.spec['namespaces'] = ['team-a', 'team-a-canary']
+    const scopes: KubeObject[] = [{
+      apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope',
+      metadata: { name: 'team-a', namespace: 'team-a', uid: 'uid-scope', generation: 1, resourceVersion: '1' },
+      spec: { allowedNamespaces: ['team-a', 'team-a-canary'], deniedNamespaces: [] },
+    }]
+    // "team-a-canary/…" keys come before "team-a/…" ones; the items of team-a come first.
+    const objects = Array.from({ length: 9 }, (_, i) => deployment(i, i % 3 === 0 ? { namespace: 'team-a-canary' } : {}))
+    const first = await both(targetSyncRequest(objects, { target, scopes }))
+    assert.deepEqual(first.sent.report?.items.map((i) => i.namespace), [...Array(6).fill('team-a'), ...Array(3).fill('team-a-canary')])
+    bump(objects[0] as KubeObject, '900900', 5)
+    bump(objects[4] as KubeObject, '900904', 6)
+    const changed = await both(targetSyncRequest(objects, { target, scopes }))
+    assert.deepEqual([changed.reused, changed.extracted], [7, 2])
+  })
+
   test("one target's records never answer another's, in the same namespace or another", async () => {
     const objects = Array.from({ length: 3 }, (_, i) => deployment(i))
     const a = structuredClone(loadExampleCr('target-deployments.yaml'))
