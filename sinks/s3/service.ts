@@ -152,11 +152,15 @@ export class S3Service {
   }
 
   async deleteObjects(keys: readonly string[]): Promise<void> {
-    // One request per key: GCS's XML API has no multi-object delete.
-    await forEachBounded(keys, this.settings.window, async (key) => {
+    // One request per key: GCS's XML API has no multi-object delete. A key given twice (a writer's
+    // own mark left by an interrupted attempt is also a stale mark) is deleted once.
+    await forEachBounded([...new Set(keys)], this.settings.window, async (key) => {
       try {
         await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: key }))
       } catch (err) {
+        // Gone already is what a delete wants: AWS answers 204 for it, versitygw 404 NoSuchKey
+        // (when another delete removed the object between its check and its unlink).
+        if (isNoSuchKey(err)) return
         throw new S3RequestError(`DELETE ${key}`, err)
       }
     })

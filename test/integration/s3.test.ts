@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { hostname } from 'node:os'
 import { PutObjectCommand } from '@aws-sdk/client-s3'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import { renderItem, renderSnapshot } from '../../sinks/document.js'
 import { itemObjectKey, parsePointer, type Pointer } from '../../sinks/s3/encode.js'
+import { s3Settings } from '../../sinks/s3/config.js'
 import { createS3Sink } from '../../sinks/s3/index.js'
+import { markKey } from '../../sinks/s3/marks.js'
+import { S3Service } from '../../sinks/s3/service.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
+import { hostilePeer } from '../security/hostile-peer.js'
 import { countingProxy, listKeys, readText, startS3, type CountingProxy, type S3Server } from '../support/s3.js'
 
 const SINK_ID = 'platform/objects'
@@ -311,6 +316,44 @@ describe('s3 sink (real versitygw server)', () => {
     ]
     for (const [reason, create, message] of cases) {
       assert.throws(create, (err: unknown) => err instanceof SinkError && !err.retriable && message.test(err.message), reason)
+    }
+  })
+
+  test('an export that finds its own mark left by an interrupted attempt deletes it once', async () => {
+    // Seen in CI after an outage: the retry deleted its own leftover mark twice at once (as its
+    // mark and as a stale one), versitygw answered one of the two 404 NoSuchKey, and the export
+    // failed for good.
+    const s = sink({ layout: 'perResource' })
+    const ref = inv('own-mark')
+    const prefix = base(s, ref)
+    const own = markKey(prefix, hostname())
+    await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: own, Body: '{}' }))
+    const from = proxy.requests.length
+    await s.write(snapshotOf(ref, makeItems(3)))
+    const deletes = proxy.requests.slice(from).filter((r) => r.method === 'DELETE' && r.key === own)
+    assert.equal(deletes.length, 1, 'one DELETE of the mark')
+    assert.deepEqual(await listed(`${prefix}/writing/`), [])
+  })
+
+  test('deleting an object that is already gone is done, as on AWS; other refusals still fail', async () => {
+    // AWS answers 204 whatever the key; versitygw answers 404 NoSuchKey when a concurrent delete
+    // removed the object between its check and its unlink. A small fake answers so every time.
+    const xml = (code: string) => `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>m</Message><RequestId>r1</RequestId></Error>`
+    const peer = await hostilePeer((req, res) => {
+      const [status, code] = req.url?.includes('denied') ? [403, 'AccessDenied'] : [404, 'NoSuchKey']
+      res.writeHead(status, { 'content-type': 'application/xml' })
+      res.end(xml(code))
+    })
+    const service = new S3Service(s3Settings({
+      id: SINK_ID, spec: { type: 's3', s3: { bucket: 'inventory', endpoint: peer.url, pathStyle: true } }, credentials: s3.credentials, dataDir: '/nonexistent',
+    }))
+    try {
+      await service.deleteObjects(['gone/a.json', 'gone/b.json'])
+      assert.deepEqual(peer.requests.map((r) => r.method), ['DELETE', 'DELETE'])
+      await assert.rejects(service.deleteObjects(['denied/c.json']), /DELETE denied\/c\.json: AccessDenied/)
+    } finally {
+      service.close()
+      await peer.close()
     }
   })
 
