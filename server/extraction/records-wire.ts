@@ -2,9 +2,10 @@
 // report: each object's part in the sync and its item's place in the report. The server sends
 // the report on as it is, and keeps each item as its text there, so a kept item is never
 // serialised again; and it writes reports from kept items' texts (reportJson).
-import type { Item, ObjectRef } from '../../api/types.js'
+import { itemHash } from '../../api/canonical.js'
+import type { Item, ObjectRef, TargetReport } from '../../api/types.js'
 import type { ItemRecord, ObjectRecord, Tallied } from '../../hooks/target-tally.js'
-import { arrayElements, MemberScan } from './body-scan.js'
+import { arrayElements, objectMembers } from './body-scan.js'
 
 export interface ReportHead {
   target: ObjectRef
@@ -37,13 +38,11 @@ export function reportJson(head: ReportHead, tallied: Pick<Tallied<string>, 'ite
 
 /** Per object: key, matched, failure, failedKey, its item's index in the report (-1: none). */
 type WireObject = [string, 0 | 1, string | null, string | null, number]
-/** Per item, in report order: its hash, generation, attribute bytes and sort order (the report's text is its value). */
-type WireItem = [string, number | null, number, ...ItemRecord<Item>['order']]
 
 /**
  * The records' JSON, for the report the same tally made (items: the tally's, in report order).
- * What the server needs of each item besides its text comes along, so that it never parses the
- * report: it only finds each item's text there (decodeRecords).
+ * Each item's text, hash, generation and identity are the report's own: read from it only when
+ * the records are kept, so that a first sync's answer does not wait for them.
  */
 export function encodeRecords(records: readonly (readonly [string, ObjectRecord<Item>])[], items: readonly ItemRecord<Item>[]): string {
   const index = new Map<ItemRecord<Item>, number>()
@@ -51,21 +50,27 @@ export function encodeRecords(records: readonly (readonly [string, ObjectRecord<
   const objects = records.map(([key, r]): WireObject => [
     key, r.matched ? 1 : 0, r.failure ?? null, r.failedKey ?? null, r.item ? (index.get(r.item) ?? -1) : -1,
   ])
-  return JSON.stringify({ objects, items: items.map((i): WireItem => [i.hash, i.generation, i.bytes, ...i.order]) })
+  // The attributes' bytes count against the sync's bound (ItemRecord.bytes); the report does not carry them.
+  return JSON.stringify({ objects, bytes: items.map((i) => i.bytes) })
 }
 
 /** The records by key, each item as its text in the report; null when the bytes are not what encodeRecords and JSON.stringify wrote. */
 export function decodeRecords(meta: Buffer, report: Buffer): Map<string, ObjectRecord<string>> | null {
-  const wire = JSON.parse(meta.toString('utf8')) as { objects?: WireObject[]; items?: WireItem[] }
-  // The report's members up to its items: the items are read once, by arrayElements.
-  const scan = new MemberScan(report, 0, undefined, 'items')
-  scan.step()
-  const itemsAt = scan.paused
+  const wire = JSON.parse(meta.toString('utf8')) as { objects?: WireObject[]; bytes?: number[] }
+  const parsed = JSON.parse(report.toString('utf8')) as TargetReport
+  const itemsAt = objectMembers(report, 0)?.members.find((m) => m.key === 'items')
   const texts = itemsAt && arrayElements(report, itemsAt.start)
-  if (!Array.isArray(wire.objects) || !Array.isArray(wire.items) || !texts || wire.items.length !== texts.length) return null
+  if (!Array.isArray(wire.objects) || !Array.isArray(wire.bytes) || !texts) return null
+  if (texts.length !== parsed.items.length || wire.bytes.length !== texts.length) return null
   const items = texts.map(({ start, end }, i): ItemRecord<string> => {
-    const [hash, generation, bytes, ...order] = wire.items?.[i] as WireItem
-    return { value: report.toString('utf8', start, end), hash, generation, bytes, order }
+    const item = parsed.items[i] as Item
+    return {
+      value: report.toString('utf8', start, end),
+      hash: parsed.itemHashes?.[i] ?? itemHash(item),
+      generation: parsed.itemGenerations?.[i] ?? null,
+      bytes: wire.bytes?.[i] as number,
+      order: [item.group, item.version, item.kind, item.namespace, item.name, item.uid],
+    }
   })
   const out = new Map<string, ObjectRecord<string>>()
   for (const [key, matched, failure, failedKey, itemIndex] of wire.objects) {
