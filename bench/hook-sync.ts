@@ -113,6 +113,11 @@ export async function benchAtDefaults(count: number): Promise<boolean> {
       return { ...res, bytes: body.length, extracted: status?.extractedCount ?? 0, ready: ready ? `${ready.status} ${ready.reason}` : res.text.slice(0, 200) }
     }
     const first = await sync()
+    if (first.status !== 200 || first.extracted !== count) {
+      return report(`hook sync at the default configuration: ${count} Deployments with managedFields`, [
+        ['first sync', `${first.status}, ${first.ms.toFixed(0)} ms, ${first.extracted} extracted: ${first.ready}`],
+      ], [['first sync answered 200 with every object extracted', false]])
+    }
     const exporting = performance.now()
     const inventory = loadExampleCr('inventory.yaml')
     inventory['spec'] = { targetRefs: [{ name: 'prod-deploys' }], sinkRefs: [{ name: 'files' }], debounce: '300ms', maxWait: '5s' }
