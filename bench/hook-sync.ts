@@ -94,6 +94,7 @@ const WEBHOOK_TIMEOUT_MS = 10_000
  */
 export async function benchAtDefaults(count: number): Promise<boolean> {
   const token = 'bench-token'
+  const title = `hook sync at the default configuration: ${count} Deployments with managedFields, the pod's two processes`
   // KOLLECT_* settings in the environment change the configuration under test (none: the defaults).
   const pod = await startPod(token, { KOLLECT_LOG_LEVEL: 'warn', ...kollectEnv() })
   const client = startSyncClient()
@@ -114,7 +115,7 @@ export async function benchAtDefaults(count: number): Promise<boolean> {
     }
     const first = await sync()
     if (first.status !== 200 || first.extracted !== count) {
-      return report(`hook sync at the default configuration: ${count} Deployments with managedFields`, [
+      return report(title, [
         ['first sync', `${first.status}, ${first.ms.toFixed(0)} ms, ${first.extracted} extracted: ${first.ready}`],
       ], [['first sync answered 200 with every object extracted', false]])
     }
@@ -132,7 +133,7 @@ export async function benchAtDefaults(count: number): Promise<boolean> {
     changed.metadata.resourceVersion = '900000000'
     changed.spec.replicas = 7
     const resync = await sync()
-    return report(`hook sync at the default configuration: ${count} Deployments with managedFields, the pod's two processes`, [
+    return report(title, [
       ['request body', `${(first.bytes / 1024 / 1024).toFixed(1)} MiB`],
       ['first sync', `${first.status}, ${first.ms.toFixed(0)} ms, ${first.extracted} extracted, Ready ${first.ready}`],
       ['exported (inventory Synced, file sink)', `${synced.itemCount ?? 0} items, ${(exportMs / 1000).toFixed(1)} s after the first sync`],

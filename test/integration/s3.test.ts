@@ -11,7 +11,7 @@ import { markKey } from '../../sinks/s3/marks.js'
 import { S3Service } from '../../sinks/s3/service.js'
 import { SinkError, type Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems, snapshotOf } from '../support/items.js'
-import { hostilePeer } from '../security/hostile-peer.js'
+import { hostilePeer, s3ErrorXml } from '../security/hostile-peer.js'
 import { countingProxy, listKeys, readText, startS3, type CountingProxy, type S3Server } from '../support/s3.js'
 
 const SINK_ID = 'platform/objects'
@@ -338,11 +338,10 @@ describe('s3 sink (real versitygw server)', () => {
   test('deleting an object that is already gone is done, as on AWS; other refusals still fail', async () => {
     // AWS answers 204 whatever the key; versitygw answers 404 NoSuchKey when a concurrent delete
     // removed the object between its check and its unlink. A small fake answers so every time.
-    const xml = (code: string) => `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>m</Message><RequestId>r1</RequestId></Error>`
     const peer = await hostilePeer((req, res) => {
       const [status, code] = req.url?.includes('denied') ? [403, 'AccessDenied'] : [404, 'NoSuchKey']
       res.writeHead(status, { 'content-type': 'application/xml' })
-      res.end(xml(code))
+      res.end(s3ErrorXml(code, 'm'))
     })
     const service = new S3Service(s3Settings({
       id: SINK_ID, spec: { type: 's3', s3: { bucket: 'inventory', endpoint: peer.url, pathStyle: true } }, credentials: s3.credentials, dataDir: '/nonexistent',

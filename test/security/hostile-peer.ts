@@ -39,10 +39,15 @@ export async function hostilePeer(answer: (req: IncomingMessage, res: ServerResp
   }
 }
 
+/** An S3 error document, as S3 answers a refused request. */
+export function s3ErrorXml(code: string, message: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><RequestId>r1</RequestId></Error>`
+}
+
 /** An S3 endpoint that refuses every request with 403 and an S3 error document carrying `message`. */
 export function deniedS3(message: string): Promise<HostilePeer> {
   // Encoded once: the peer shares the machine with the server it attacks.
-  const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>${message}</Message><RequestId>r1</RequestId></Error>`)
+  const body = Buffer.from(s3ErrorXml('AccessDenied', message))
   return hostilePeer((_req, res) => {
     res.writeHead(403, { 'content-type': 'application/xml', 'content-length': body.length })
     res.end(body)
