@@ -8,7 +8,9 @@
 // child's JSON.parse, in this sync or in the one that first saw those exact bytes.
 // Given the members of the last body, a member whose key is one of those and whose bytes hash
 // the same is taken without reading its value: at a resync that is almost every one, and hashing
-// is several times faster than reading bytes one at a time in JavaScript.
+// is several times faster than reading bytes one at a time in JavaScript. Runs of known members
+// (spans) hash as one: a resync of 10,000 objects then costs about 160 hashes instead of 10,000,
+// whose call overhead was half of the scan.
 import { hash } from 'node:crypto'
 
 const QUOTE = 0x22
@@ -88,7 +90,29 @@ export interface KnownMember {
   valueOffset: number
   /** SHA-256 of those bytes. */
   digest: string
+  /** Where its key's quote was in its body: the members of a span keep their distances. */
+  at: number
 }
+
+/** Consecutive known members, first to first + count - 1: their bytes, separators included, and their digest. */
+export interface KnownSpan {
+  first: number
+  count: number
+  length: number
+  digest: string
+}
+
+/** What a scan takes from an earlier body: its members in order, and spans of them that hash as one. */
+export interface Known {
+  members: readonly KnownMember[]
+  spans: readonly KnownSpan[]
+}
+
+/** A member as scanned: digest set when its bytes are a known member's; span when its whole span came again. */
+export type ScannedMember = Member & { digest?: string; span?: KnownSpan }
+
+/** Members a span holds: about 160 KB of realistic Deployments, one hash call where 64 were. */
+export const SPAN = 64
 
 /** The SHA-256 of a member's bytes (key, colon, value). Cryptographic: no body can make other bytes pass for a known member. */
 export function memberDigest(b: Uint8Array, keyStart: number, end: number): string {
@@ -96,26 +120,63 @@ export function memberDigest(b: Uint8Array, keyStart: number, end: number): stri
 }
 
 /**
+ * The members of body b as the next scan knows them. A member and a span that came again keep
+ * their digests; the members in between (changed, new, or all of them after a first sync) are
+ * hashed one by one and grouped into new spans of up to SPAN.
+ */
+export function knownMembers(b: Uint8Array, members: readonly ScannedMember[]): Known {
+  const known: KnownMember[] = new Array(members.length)
+  const spans: KnownSpan[] = []
+  members.forEach((m, i) => {
+    known[i] = { key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest: m.digest ?? memberDigest(b, m.keyStart, m.end), at: m.keyStart }
+  })
+  let open = -1
+  const close = (end: number) => {
+    if (open < 0) return
+    const first = members[open] as Member
+    const last = members[end - 1] as Member
+    spans.push({ first: open, count: end - open, length: last.end - first.keyStart, digest: memberDigest(b, first.keyStart, last.end) })
+    open = -1
+  }
+  for (let i = 0; i < members.length;) {
+    const span = (members[i] as ScannedMember).span
+    if (span) {
+      close(i)
+      spans.push({ ...span, first: i })
+      i += span.count
+      continue
+    }
+    if (open < 0) open = i
+    if (++i - open === SPAN) close(i)
+  }
+  close(members.length)
+  return { members: known, spans }
+}
+
+/**
  * Reads the members of the JSON object whose `{` is at body[start], a batch at a time. Result:
  * the members in order and the index just past the `}`, or null: not an object there, a key with
  * an escape, a duplicate key, tokens out of place. With the members of a previous body (in key
  * order, as Go writes maps), a member whose key and bytes' digest are a previous member's is
- * taken without reading its value, and carries that digest. With stopAt instead, the scan pauses
- * at the member of that key before its value (see paused).
+ * taken without reading its value, and carries that digest; a span of previous members whose
+ * bytes hash as the span did is taken whole. With stopAt instead, the scan pauses at the member
+ * of that key before its value (see paused).
  */
 export class MemberScan {
-  /** digest: set on the members taken from the previous ones. */
-  readonly members: (Member & { digest?: string })[] = []
+  /** digest: set on the members taken from the previous ones; span: on those taken with their whole span. */
+  readonly members: ScannedMember[] = []
   private readonly seen = new Set<string>()
   private i: number
   private j = 0
+  /** The next span that may start at previous member j. */
+  private s = 0
   private state: 'first' | 'member' | 'done' | 'bad'
   end = -1
 
   /** The member the scan stopped at (its key is stopAt): the caller reads its value, then calls resume(). */
   paused: Member | null = null
 
-  constructor(private readonly b: Uint8Array, start: number, private readonly previous?: readonly KnownMember[], private readonly stopAt?: string) {
+  constructor(private readonly b: Uint8Array, start: number, private readonly previous?: Known, private readonly stopAt?: string) {
     this.i = skipSpace(b, start + 1)
     this.state = b[start] !== OPEN_BRACE ? 'bad' : 'first'
   }
@@ -124,20 +185,36 @@ export class MemberScan {
     return this.state === 'done' ? { members: this.members, end: this.end } : null
   }
 
-  /** Reads up to max members; false once it has read them all or found the object malformed; true when there are more, or it paused. */
+  /**
+   * Reads up to max members (a span is taken whole, so a step can pass max by less than SPAN);
+   * false once it has read them all or found the object malformed; true when there are more, or it paused.
+   */
   step(max = Infinity): boolean {
     const b = this.b
     if (this.state === 'first') {
       this.state = 'member'
       if (b[this.i] === CLOSE_BRACE) return this.finish(this.i + 1)
     }
-    for (let n = 0; this.state === 'member' && !this.paused && n < max; n++) {
+    for (let n = 0; this.state === 'member' && !this.paused && n < max;) {
       const key = readKey(b, this.i)
-      const member = key && (this.same(key.key) ?? readMember(b, this.i, key, this.stopAt))
+      const same = key && this.same(key.key)
+      if (same) {
+        // The separators inside a span are its own bytes: only the last member's is read.
+        for (const member of same) {
+          if (this.seen.has(member.key)) return this.fail()
+          this.seen.add(member.key)
+        }
+        for (let k = 0; k < same.length - 1; k++) this.members.push(same[k] as ScannedMember)
+        this.next(same[same.length - 1] as ScannedMember)
+        n += same.length
+        continue
+      }
+      const member = key && readMember(b, this.i, key, this.stopAt)
       if (!member || this.seen.has(member.key)) return this.fail()
       this.seen.add(member.key)
       if (member.end < 0) this.paused = member
       else this.next(member)
+      n++
     }
     return this.state === 'member'
   }
@@ -160,21 +237,40 @@ export class MemberScan {
     else this.fail()
   }
 
-  /** The member here (its key read), when it is the previous member of that key byte for byte. */
-  private same(key: string): (Member & { digest: string }) | null {
-    const previous = this.previous
+  /**
+   * The members here (the first one's key read) when they are previous ones byte for byte: the
+   * span that starts with the previous member of that key, else that member alone; or null.
+   */
+  private same(key: string): (ScannedMember & { digest: string })[] | null {
+    const previous = this.previous?.members
     if (!previous || this.stopAt !== undefined) return null
     const { b, i } = this
     // Past the previous members keyed before this one (gone): both bodies come in key order.
     while (this.j < previous.length && (previous[this.j] as KnownMember).key < key) this.j++
     const old = previous[this.j]
     if (old?.key !== key) return null
-    this.j++
-    const after = b[i + old.length]
-    if ((after === COMMA || after === CLOSE_BRACE || isSpace(after)) && memberDigest(b, i, i + old.length) === old.digest) {
-      return { key, keyStart: i, start: i + old.valueOffset, end: i + old.length, digest: old.digest }
+    const spans = (this.previous as Known).spans
+    while (this.s < spans.length && (spans[this.s] as KnownSpan).first < this.j) this.s++
+    const span = spans[this.s]
+    if (span?.first === this.j && this.taken(span.length, span.digest)) {
+      const members: (ScannedMember & { digest: string })[] = new Array(span.count)
+      for (let k = 0; k < span.count; k++) {
+        const p = previous[span.first + k] as KnownMember
+        const keyStart = i + p.at - old.at
+        members[k] = { key: p.key, keyStart, start: keyStart + p.valueOffset, end: keyStart + p.length, digest: p.digest, span }
+      }
+      this.j += span.count
+      return members
     }
-    return null
+    this.j++
+    return this.taken(old.length, old.digest) ? [{ key, keyStart: i, start: i + old.valueOffset, end: i + old.length, digest: old.digest }] : null
+  }
+
+  /** Whether the length bytes here, followed by a delimiter, hash to digest. */
+  private taken(length: number, digest: string): boolean {
+    const { b, i } = this
+    const after = b[i + length]
+    return (after === COMMA || after === CLOSE_BRACE || isSpace(after)) && memberDigest(b, i, i + length) === digest
   }
 
   private finish(end: number): false {
@@ -226,7 +322,7 @@ export function arrayElements(b: Uint8Array, start: number): { start: number; en
 }
 
 /** MemberScan in one go. */
-export function objectMembers(b: Uint8Array, start: number, previous?: readonly KnownMember[]): { members: Member[]; end: number } | null {
+export function objectMembers(b: Uint8Array, start: number, previous?: Known): { members: ScannedMember[]; end: number } | null {
   const scan = new MemberScan(b, start, previous)
   scan.step()
   return scan.result

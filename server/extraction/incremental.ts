@@ -13,7 +13,7 @@ import { typeKey, type SyncResponse } from '../../hooks/request.js'
 import { extractedCondition } from '../../hooks/target.js'
 import { targetResponse } from '../../hooks/target-status.js'
 import { TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
-import { memberDigest, MemberScan, onlySpaceAfter, skipSpace, type KnownMember, type Member } from './body-scan.js'
+import { knownMembers, memberDigest, MemberScan, onlySpaceAfter, skipSpace, type Member, type ScannedMember } from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
 import { readJson } from '../protocol/json-depth.js'
@@ -34,7 +34,7 @@ export interface SyncPlan {
   /** Objects in body. */
   extracting: number
   /** The members of the target kind's map; digest set on those that kept their last sync's bytes. */
-  members: (Member & { digest?: string })[]
+  members: ScannedMember[]
   kept: ReadonlyMap<string, ObjectRecord<string>>
   /** The checksum of the report the kept records made. */
   base?: string
@@ -158,7 +158,7 @@ export class IncrementalSyncs {
     const plural = await this.resolvePlural(res)
     const target = `${meta.namespace}/${meta.name}/${meta.uid}`
     const entry = this.cache.get(target)
-    const objects = new MemberScan(body, typeAt.start, entry?.members)
+    const objects = new MemberScan(body, typeAt.start, entry?.known)
     let fingerprint: string | null | undefined
     const finish = (): string | null => {
       if (fingerprint !== undefined) return fingerprint
@@ -293,12 +293,8 @@ export class IncrementalSyncs {
   private entry(plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>): { entry: CacheEntry; tallied: Tallied<string> } | null {
     const tally = new TargetTally<string>()
     const records = new Map<string, ObjectRecord<string>>()
-    const known: KnownMember[] = new Array(plan.members.length)
+    const known = knownMembers(plan.source, plan.members)
     let bytes = 0
-    plan.members.forEach((m, i) => {
-      const digest = m.digest ?? memberDigest(plan.source, m.keyStart, m.end)
-      known[i] = { key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest }
-    })
     for (const m of inKeyOrder(plan.members)) {
       const record = fresh.get(m.key) ?? (m.digest !== undefined ? plan.kept.get(m.key) : undefined)
       if (!record) return null
@@ -308,7 +304,7 @@ export class IncrementalSyncs {
     }
     const tallied = tally.finish()
     const fingerprint = plan.finish() as string
-    const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, members: known, records, bytes, at: this.now(), useful: plan.useful }
+    const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, known, records, bytes, at: this.now(), useful: plan.useful }
     return { entry, tallied }
   }
 }

@@ -1,5 +1,5 @@
 import type { ObjectRecord } from '../../hooks/target-tally.js'
-import type { KnownMember } from './body-scan.js'
+import type { Known } from './body-scan.js'
 
 /** What one target's last sync left: its objects' digests and records, valid for bodies with the same fingerprint. */
 export interface CacheEntry {
@@ -7,8 +7,8 @@ export interface CacheEntry {
   fingerprint: string
   /** The checksum of the report these records made, which the exporter took whole: what a report of changes applies to. */
   checksum: string
-  /** The members of the body's objects: a member whose bytes come again is known by its digest. */
-  members: KnownMember[]
+  /** The members of the body's objects: a member (or a span of them) whose bytes come again is known by its digest. */
+  known: Known
   /** Each item's value is its JSON text, as the report carries it. */
   records: Map<string, ObjectRecord<string>>
   /** What the entry is charged: its strings' lengths and a fixed overhead per object. */

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import type { KubeObject } from '../../../api/types.js'
-import { memberDigest, MemberScan, objectMembers, onlySpaceAfter, skipSpace, skipValue, type KnownMember, type Member } from '../../../server/extraction/body-scan.js'
+import { knownMembers, memberDigest, MemberScan, objectMembers, onlySpaceAfter, skipSpace, skipValue, SPAN, type Known, type Member, type ScannedMember } from '../../../server/extraction/body-scan.js'
 import { deployment, goJson, loadExampleCr, TYPES, targetSyncRequest } from '../../support/metacontroller.js'
 
 // The incremental target sync trusts these byte ranges in place of JSON.parse: each must be
@@ -61,8 +61,9 @@ const deploymentMap = (b: Buffer) => valueOf(b, valueOf(b, 0, 'related'), TYPES.
 
 const plain = (members: readonly (Member & { digest?: string })[]): Member[] => members.map(({ key, keyStart, start, end }) => ({ key, keyStart, start, end }))
 
-function known(b: Buffer, members: readonly Member[]): KnownMember[] {
-  return members.map((m) => ({ key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest: memberDigest(b, m.keyStart, m.end) }))
+/** The members of b as a next scan knows them, one by one (no spans). */
+function known(b: Buffer, members: readonly Member[]): Known {
+  return { members: knownMembers(b, members).members, spans: [] }
 }
 
 const byName = (a: KubeObject, b: KubeObject) => ((a.metadata?.name as string) < (b.metadata?.name as string) ? -1 : 1)
@@ -335,7 +336,7 @@ describe('the previous members', () => {
   const key = (i: number) => `team-a/web-${String(i).padStart(5, '0')}`
 
   /** Scans B's Deployment map with previous: the scan, and what a plain scan of it gives. */
-  function scanWith(B: Buffer, prev: readonly KnownMember[]) {
+  function scanWith(B: Buffer, prev: Known) {
     const at = deploymentMap(B)
     const base = objectMembers(B, at)
     const got = objectMembers(B, at, prev) as { members: (Member & { digest?: string })[]; end: number } | null
@@ -346,7 +347,7 @@ describe('the previous members', () => {
     for (const m of got.members) {
       if (m.digest === undefined) continue
       assert.equal(m.digest, memberDigest(B, m.keyStart, m.end), `${m.key}: digest of its own bytes`)
-      assert.equal(m.digest, prev.find((p) => p.key === m.key)?.digest, `${m.key}: the known digest`)
+      assert.equal(m.digest, prev.members.find((p) => p.key === m.key)?.digest, `${m.key}: the known digest`)
       assert.ok(B.subarray(m.keyStart, m.end).equals(aBytes.get(m.key) as Buffer), `${m.key}: marked with other bytes`)
     }
     return got.members
@@ -371,7 +372,7 @@ describe('the previous members', () => {
     // Including the one just after the removed member.
     const unmarked = [key(CHANGED), 'team-a/web-00007x']
     assert.deepEqual(marked(members), keys.filter((k) => !unmarked.includes(k)))
-    assert.notEqual(memberDigest(B, members[CHANGED]!.keyStart, members[CHANGED]!.end), previous[CHANGED]!.digest)
+    assert.notEqual(memberDigest(B, members[CHANGED]!.keyStart, members[CHANGED]!.end), previous.members[CHANGED]!.digest)
   })
 
   test('runs of removed members, first and last ones among them: every remaining member marked', () => {
@@ -396,7 +397,7 @@ describe('the previous members', () => {
 
   test('a body identical to the last: every member marked, with the known digests', () => {
     const members = scanWith(A, previous)
-    assert.deepEqual(members.map((m) => m.digest), previous.map((p) => p.digest))
+    assert.deepEqual(members.map((m) => m.digest), previous.members.map((p) => p.digest))
   })
 
   test('previous in another order: keys and ranges as a plain scan, only bytes-identical members marked', () => {
@@ -404,12 +405,12 @@ describe('the previous members', () => {
     ;(list[0]?.['spec'] as { replicas: number }).replicas = 9
     ;(list[N - 1]?.['spec'] as { replicas: number }).replicas = 9
     const B = buf(goJson(targetSyncRequest(list)))
-    const shuffled = [...previous.slice(10), ...previous.slice(0, 10)]
+    const shuffled = { members: [...previous.members.slice(10), ...previous.members.slice(0, 10)], spans: [] }
     const members = scanWith(B, shuffled)
     assert.ok(!marked(members).includes(key(0)) && !marked(members).includes(key(N - 1)))
     // Some are marked, so scanWith's bytes-identical checks are not vacuous.
     assert.ok(marked(members).length > 0)
-    const reversed = [...previous].reverse()
+    const reversed = { members: [...previous.members].reverse(), spans: [] }
     scanWith(B, reversed)
     scanWith(A, reversed)
   })
@@ -419,7 +420,7 @@ describe('the previous members', () => {
     const prev = known(a, objectMembers(a, 0)!.members)
     const b = buf('{"a":123,"b":1}')
     assert.deepEqual(objectMembers(b, 0, prev), {
-      members: [{ key: 'a', keyStart: 1, start: 5, end: 8 }, { key: 'b', keyStart: 9, start: 13, end: 14, digest: prev[1]!.digest }],
+      members: [{ key: 'a', keyStart: 1, start: 5, end: 8 }, { key: 'b', keyStart: 9, start: 13, end: 14, digest: prev.members[1]!.digest }],
       end: 15,
     })
     // Followed by white space, a comma or the object's end, the same bytes are the same member.
@@ -429,8 +430,140 @@ describe('the previous members', () => {
   test('a member taken by its hash still counts for duplicate keys', () => {
     const a = buf('{"a":{"x":1}}')
     const one = known(a, objectMembers(a, 0)!.members)
-    assert.equal(objectMembers(buf('{"a":{"x":1},"a":{"x":1}}'), 0, [...one, ...one]), null)
+    assert.equal(objectMembers(buf('{"a":{"x":1},"a":{"x":1}}'), 0, { members: [...one.members, ...one.members], spans: [] }), null)
     assert.equal(objectMembers(buf('{"a":{"x":1},"a":{"x":2}}'), 0, one), null)
+  })
+})
+
+describe('spans: runs of known members hashed as one', () => {
+  // More than two spans' worth, so that a body has whole spans and a partial last one.
+  const N = 2 * SPAN + 22
+  const key = (i: number) => `team-a/web-${String(i).padStart(5, '0')}`
+  const list = (edit: (d: KubeObject, i: number) => KubeObject | null = (d) => d) =>
+    Array.from({ length: N }, (_, i) => edit(deployment(i), i)).filter((d): d is KubeObject => d !== null)
+  const bodyOf = (objects: KubeObject[]) => buf(goJson(targetSyncRequest(objects)))
+  const A = bodyOf(list())
+  const aMembers = objectMembers(A, deploymentMap(A))?.members ?? []
+  const aKnown = knownMembers(A, aMembers)
+  const aBytes = new Map(aMembers.map((m) => [m.key, A.subarray(m.keyStart, m.end)]))
+  const replicas = (d: KubeObject, n: number) => ((d['spec'] as { replicas: number }).replicas = n, d)
+
+  /** Scans B with prev: keys and ranges as a plain scan, every marked member byte-identical to its previous bytes. */
+  function scanWith(B: Buffer, prev: Known): ScannedMember[] {
+    const at = deploymentMap(B)
+    const base = objectMembers(B, at)
+    const got = objectMembers(B, at, prev)
+    assert.ok(base && got)
+    assert.deepEqual(plain(got.members), base.members)
+    assert.equal(got.end, base.end)
+    for (const m of got.members) {
+      if (m.digest === undefined) {
+        assert.equal(m.span, undefined, `${m.key}: in a span but not marked`)
+        continue
+      }
+      assert.equal(m.digest, memberDigest(B, m.keyStart, m.end), `${m.key}: digest of its own bytes`)
+      assert.ok(B.subarray(m.keyStart, m.end).equals(aBytes.get(m.key) as Buffer), `${m.key}: marked with other bytes`)
+    }
+    return got.members
+  }
+  const spanned = (members: readonly ScannedMember[]) => members.filter((m) => m.span !== undefined).map((m) => m.key)
+  const marked = (members: readonly ScannedMember[]) => members.filter((m) => m.digest !== undefined).map((m) => m.key)
+
+  test('a first body: every member hashed one by one, and grouped in order into spans of at most SPAN, each the hash of its bytes', () => {
+    assert.deepEqual(aKnown.members.map((m) => m.digest), aMembers.map((m) => memberDigest(A, m.keyStart, m.end)))
+    assert.deepEqual(aKnown.members.map((m) => m.at), aMembers.map((m) => m.keyStart))
+    assert.deepEqual(aKnown.spans.map((s) => [s.first, s.count]), [[0, SPAN], [SPAN, SPAN], [2 * SPAN, 22]])
+    for (const s of aKnown.spans) {
+      const first = aMembers[s.first] as Member
+      const last = aMembers[s.first + s.count - 1] as Member
+      assert.equal(s.length, last.end - first.keyStart)
+      assert.equal(s.digest, memberDigest(A, first.keyStart, last.end))
+    }
+  })
+
+  test('the same body again: every span taken whole, every member marked with its known digest', () => {
+    const members = scanWith(A, aKnown)
+    assert.deepEqual(spanned(members), aMembers.map((m) => m.key))
+    assert.deepEqual(members.map((m) => m.digest), aKnown.members.map((m) => m.digest))
+    // And the spans carry over as they were: the next scan hashes nothing new.
+    assert.deepEqual(knownMembers(A, members), aKnown)
+  })
+
+  test('one member changed: its span is read member by member, the others are taken whole, and the next spans keep theirs and rehash one', () => {
+    const CHANGED = SPAN + 5
+    const B = bodyOf(list((d, i) => (i === CHANGED ? replicas(d, 9) : d)))
+    const members = scanWith(B, aKnown)
+    const inSecond = (i: number) => i >= SPAN && i < 2 * SPAN
+    assert.deepEqual(spanned(members), aMembers.filter((_, i) => !inSecond(i)).map((m) => m.key))
+    assert.deepEqual(marked(members), aMembers.filter((_, i) => i !== CHANGED).map((m) => m.key))
+    const next = knownMembers(B, members)
+    assert.deepEqual(next.spans.map((s) => [s.first, s.count]), [[0, SPAN], [SPAN, SPAN], [2 * SPAN, 22]])
+    assert.deepEqual([next.spans[0], next.spans[2]], [aKnown.spans[0], aKnown.spans[2]])
+    assert.notEqual(next.spans[1]?.digest, aKnown.spans[1]?.digest)
+    // The chain goes on: B again is taken whole.
+    assert.equal(spanned(objectMembers(B, deploymentMap(B), next)?.members ?? []).length, N)
+  })
+
+  test('members added before and removed inside spans: offsets shift, the untouched spans are still taken whole', () => {
+    const target = loadExampleCr('target-deployments.yaml')
+    target.metadata = { ...target.metadata, annotations: { note: 'y'.repeat(91) } }
+    const REMOVED = 3
+    const B = buf(goJson(targetSyncRequest([...list((d, i) => (i === REMOVED ? null : d)), deployment(900, { name: 'web-00000a' })].sort(byName), { target })))
+    assert.ok(deploymentMap(B) > deploymentMap(A))
+    const members = scanWith(B, aKnown)
+    assert.deepEqual(spanned(members), aMembers.slice(SPAN).map((m) => m.key))
+    assert.deepEqual(marked(members), aMembers.filter((_, i) => i !== REMOVED).map((m) => m.key))
+  })
+
+  test('a span whose bytes are as long but differ (a body that lies about one object) is not taken; only the untouched members are marked', () => {
+    const LIAR = 7
+    const image = (deployment(LIAR)['spec'] as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]?.image ?? ''
+    const liar = deployment(LIAR, { image: image.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x')) })
+    const B = bodyOf(list((d, i) => (i === LIAR ? liar : d)))
+    assert.equal(B.length, A.length, 'the same length: only the hash tells them apart')
+    const members = scanWith(B, aKnown)
+    assert.deepEqual(spanned(members), aMembers.slice(SPAN).map((m) => m.key))
+    assert.deepEqual(marked(members), aMembers.filter((_, i) => i !== LIAR).map((m) => m.key))
+  })
+
+  test('a span followed by more bytes of its last value (a longer number) is not taken whole', () => {
+    const a = buf('{"a":1,"b":2,"c":12}')
+    const prev = knownMembers(a, objectMembers(a, 0)?.members ?? [])
+    assert.deepEqual(prev.spans.map((s) => [s.first, s.count]), [[0, 3]])
+    const got = objectMembers(buf('{"a":1,"b":2,"c":123}'), 0, prev)
+    assert.deepEqual(got?.members.map((m) => [m.key, m.digest !== undefined, m.span !== undefined]), [['a', true, false], ['b', true, false], ['c', false, false]])
+  })
+
+  test('a key of a span taken whole that comes again later is a duplicate: refused', () => {
+    const a = buf('{"a":1,"b":2}')
+    const prev = knownMembers(a, objectMembers(a, 0)?.members ?? [])
+    assert.equal(objectMembers(buf('{"a":1,"b":2,"b":3}'), 0, prev), null)
+    assert.equal(objectMembers(buf('{"a":1,"b":2,"a":1}'), 0, prev), null)
+  })
+
+  test('any chain of bodies (objects removed, changed, added): each scan agrees with a plain scan and marks only identical bytes', () => {
+    const edits = fc.array(fc.record({ gone: fc.boolean(), changed: fc.boolean() }), { minLength: N, maxLength: N })
+    fc.assert(fc.property(fc.array(edits, { minLength: 1, maxLength: 3 }), fc.integer({ min: 0, max: 5 }), (rounds, added) => {
+      let prev = aKnown
+      let before = aBytes
+      for (const [r, round] of rounds.entries()) {
+        const objects = list((d, i) => (round[i]?.gone ? null : round[i]?.changed ? replicas(d, 10 + r) : d))
+        for (let k = 0; k < added; k++) objects.push(deployment(1000 + k, { name: `web-${String(k * 37).padStart(5, '0')}z` }))
+        const B = bodyOf(objects.sort(byName))
+        const at = deploymentMap(B)
+        const got = objectMembers(B, at, prev)
+        assert.ok(got)
+        assert.deepEqual(plain(got.members), objectMembers(B, at)?.members)
+        for (const m of got.members) {
+          if (m.digest !== undefined) assert.ok(B.subarray(m.keyStart, m.end).equals(before.get(m.key) as Buffer), `${m.key}: marked with other bytes`)
+        }
+        // Every member that came again byte for byte is marked, whether its span came whole or not.
+        const identical = got.members.filter((m) => before.get(m.key)?.equals(B.subarray(m.keyStart, m.end)) ?? false).map((m) => m.key)
+        assert.deepEqual(got.members.filter((m) => m.digest !== undefined).map((m) => m.key), identical)
+        prev = knownMembers(B, got.members)
+        before = new Map(got.members.map((m) => [m.key, B.subarray(m.keyStart, m.end)]))
+      }
+    }), { numRuns: 25 })
   })
 })
 
