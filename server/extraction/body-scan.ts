@@ -128,7 +128,8 @@ export function knownMembers(b: Uint8Array, members: readonly ScannedMember[]): 
   const known: KnownMember[] = new Array(members.length)
   const spans: KnownSpan[] = []
   members.forEach((m, i) => {
-    known[i] = { key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest: m.digest ?? memberDigest(b, m.keyStart, m.end), at: m.keyStart }
+    const digest = m.digest ?? memberDigest(b, m.keyStart, m.end)
+    known[i] = { key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest, at: m.keyStart }
   })
   let open = -1
   const close = (end: number) => {
@@ -244,7 +245,7 @@ export class MemberScan {
   private same(key: string): (ScannedMember & { digest: string })[] | null {
     const previous = this.previous?.members
     if (!previous || this.stopAt !== undefined) return null
-    const { b, i } = this
+    const i = this.i
     // Past the previous members keyed before this one (gone): both bodies come in key order.
     while (this.j < previous.length && (previous[this.j] as KnownMember).key < key) this.j++
     const old = previous[this.j]

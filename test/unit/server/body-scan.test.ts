@@ -438,7 +438,6 @@ describe('the previous members', () => {
 describe('spans: runs of known members hashed as one', () => {
   // More than two spans' worth, so that a body has whole spans and a partial last one.
   const N = 2 * SPAN + 22
-  const key = (i: number) => `team-a/web-${String(i).padStart(5, '0')}`
   const list = (edit: (d: KubeObject, i: number) => KubeObject | null = (d) => d) =>
     Array.from({ length: N }, (_, i) => edit(deployment(i), i)).filter((d): d is KubeObject => d !== null)
   const bodyOf = (objects: KubeObject[]) => buf(goJson(targetSyncRequest(objects)))
