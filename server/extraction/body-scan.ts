@@ -83,7 +83,7 @@ function skipValue(b: Uint8Array, i: number): number {
 }
 
 /** A member of an earlier body: a member here whose bytes hash the same is the same member. */
-export interface KnownMember {
+interface KnownMember {
   key: string
   /** Bytes from the key's opening quote to the value's end, and from there to the value. */
   length: number
@@ -95,7 +95,7 @@ export interface KnownMember {
 }
 
 /** Consecutive known members, first to first + count - 1: their bytes, separators included, and their digest. */
-export interface KnownSpan {
+interface KnownSpan {
   first: number
   count: number
   length: number
