@@ -15,14 +15,9 @@ import { TYPES, controllerFor, goJson, deployment, loadExampleCr, relatedMap, sy
 import { startHooksServerWith, type HooksServer } from '../test/support/hooks-server.js'
 import { groupRss, spawnEntry, startPod } from '../test/support/kollect-process.js'
 import { pollUntil } from '../test/support/process.js'
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { startReceiveFloor, type ReceiveFloor } from './receive-floor.js'
-import { median, peakRssMiB, report, timeMs } from './stats.js'
+import { collectGarbage, median, peakRssMiB, report, timeMs } from './stats.js'
 import { startSyncClient, type SyncClient } from './sync-client.js'
-
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
 
 const TARGET_COUNT = 10_000
 const MODES = {
@@ -66,9 +61,9 @@ async function measure(server: Omit<HooksServer, 'exporter'>, client: SyncClient
     bytes = body.length
     // Each side starts on a collected heap: the baseline's 10,000 parsed objects (and the hook's
     // garbage) are this process's to collect, and a collection inside the other's timing is noise.
-    gc()
+    collectGarbage()
     const b = timeMs(() => base(text))
-    gc()
+    collectGarbage()
     const floorRes = await client.post(floorServer.url, body)
     if (floorRes.status !== 200) throw new Error(`the receive floor answered ${floorRes.status}`)
     // Sent from a process of its own, as Metacontroller sends it (bench/sync-client.ts).

@@ -1,8 +1,6 @@
 // The exporter's item budget: (1) how the charge compares with the heap items really take, for
 // realistic and hostile shapes, next to what a budget in JSON bytes would have let through; (2)
 // what charging costs on reportTarget, for 10,000 example-profile items arriving as fresh objects.
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { canonicalJson, compareItems, itemHash, itemsChecksum } from '../api/canonical.js'
 import type { Item, JsonObject, TargetReport } from '../api/types.js'
 import { syncTarget } from '../hooks/target.js'
@@ -10,11 +8,8 @@ import { ItemCharger } from '../exporter/budget.js'
 import { Exporter } from '../exporter/index.js'
 import { makeItem } from '../test/support/items.js'
 import { deployment, targetSyncRequest } from '../test/support/metacontroller.js'
-import { median, report, timeMs } from './stats.js'
+import { collectGarbage, median, report, timeMs } from './stats.js'
 import { isMainModule } from '../server/process/entry.js'
-
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
 
 const SHAPES: [string, number, (i: number) => JsonObject][] = [
   ['realistic (rich Deployment item)', 20_000, (i) => makeItem(i).attributes],
@@ -35,8 +30,8 @@ function measure(n: number, attributes: (i: number) => JsonObject): { heap: numb
   const held: Item[] = []
   const charger = new ItemCharger()
   let json = 0
-  gc()
-  gc()
+  collectGarbage()
+  collectGarbage()
   const before = process.memoryUsage().heapUsed
   for (let i = 0; i < n; i++) {
     const text = JSON.stringify({ ...makeItem(i), attributes: attributes(i) })
@@ -45,8 +40,8 @@ function measure(n: number, attributes: (i: number) => JsonObject): { heap: numb
     itemHash(item)
     held.push(item)
   }
-  gc()
-  gc()
+  collectGarbage()
+  collectGarbage()
   const heap = process.memoryUsage().heapUsed - before
   const charge = held.reduce((sum, item) => sum + charger.charge(item), 0)
   return { heap, charge, json }
@@ -85,7 +80,7 @@ export async function benchItemBudget(count = 10_000, rounds = 11): Promise<bool
     try {
       const exporter = new Exporter({ cluster: 'bench', createSink: async () => { throw new Error('no sinks here') }, budget: { maxBytes: 1024 ** 3, namespaceShare: 1 } })
       const r = fresh()
-      gc()
+      collectGarbage()
       const ms = await timeAsync(() => exporter.reportTarget(r))
       if (!stub) {
         const again = fresh()
@@ -103,7 +98,7 @@ export async function benchItemBudget(count = 10_000, rounds = 11): Promise<bool
     withCharge.push(await once(false))
     without.push(await once(true))
     const c = fresh()
-    gc()
+    collectGarbage()
     jsonLength.push(timeMs(() => { for (const item of c.items) canonicalJson(item) }))
   }
   const withMs = median(withCharge)

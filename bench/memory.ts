@@ -7,13 +7,11 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { canonicalJson, compareItems, itemHash, itemsChecksum } from '../api/canonical.js'
 import type { TargetReport } from '../api/types.js'
 import { Exporter } from '../exporter/index.js'
 import { makeItem } from '../test/support/items.js'
-import { median, report } from './stats.js'
+import { collectGarbage, median, report } from './stats.js'
 import { isMainModule } from '../server/process/entry.js'
 
 const PER_TARGET = 10_000
@@ -27,14 +25,12 @@ const TARGET_RATIO = 2
 interface Held { items: number; rssBytes: number; heapBytes: number; jsonBytes: number; reportMs: number }
 
 function gc(): void {
-  const collect = runInNewContext('gc') as () => void
-  collect()
-  collect()
+  collectGarbage()
+  collectGarbage()
 }
 
 /** In the child: hold the reports that arrive on stdin, one JSON line each, then print what that took. */
 async function hold(count: number): Promise<void> {
-  setFlagsFromString('--expose-gc')
   const exporter = new Exporter({ cluster: 'bench', createSink: async () => { throw new Error('no sinks here') } })
   gc()
   const idle = process.memoryUsage()

@@ -1,5 +1,19 @@
 // Shared helpers: benchmarks print ratios against a baseline measured in the same run, since
 // the machines are shared and noisy; medians of several rounds damp the noise further.
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+
+let gc: (() => void) | undefined
+
+/** A full collection of this process's heap (V8's gc, exposed on first use), so a measurement starts on a collected heap. */
+export function collectGarbage(): void {
+  if (!gc) {
+    setFlagsFromString('--expose-gc')
+    gc = runInNewContext('gc') as () => void
+  }
+  gc()
+}
+
 export function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b)
   const mid = Math.floor(s.length / 2)
