@@ -120,17 +120,14 @@ export function memberDigest(b: Uint8Array, keyStart: number, end: number): stri
 }
 
 /**
- * The members of body b as the next scan knows them. A member and a span that came again keep
- * their digests; the members in between (changed, new, or all of them after a first sync) are
- * hashed one by one and grouped into new spans of up to SPAN.
+ * The members of body b as the next scan knows them. A span that came again keeps its members
+ * (those of previous, the Known the scan read with) and its digest; the members in between
+ * (changed, new, or all of them after a first sync) are hashed one by one and grouped into new
+ * spans of up to SPAN.
  */
-export function knownMembers(b: Uint8Array, members: readonly ScannedMember[]): Known {
+export function knownMembers(b: Uint8Array, members: readonly ScannedMember[], previous?: Known): Known {
   const known: KnownMember[] = new Array(members.length)
   const spans: KnownSpan[] = []
-  members.forEach((m, i) => {
-    const digest = m.digest ?? memberDigest(b, m.keyStart, m.end)
-    known[i] = { key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest, at: m.keyStart }
-  })
   let open = -1
   const close = (end: number) => {
     if (open < 0) return
@@ -139,14 +136,20 @@ export function knownMembers(b: Uint8Array, members: readonly ScannedMember[]): 
     spans.push({ first: open, count: end - open, length: last.end - first.keyStart, digest: memberDigest(b, first.keyStart, last.end) })
     open = -1
   }
+  const member = (m: ScannedMember): KnownMember =>
+    ({ key: m.key, length: m.end - m.keyStart, valueOffset: m.start - m.keyStart, digest: m.digest ?? memberDigest(b, m.keyStart, m.end), at: m.keyStart })
   for (let i = 0; i < members.length;) {
-    const span = (members[i] as ScannedMember).span
+    const m = members[i] as ScannedMember
+    const span = m.span
     if (span) {
       close(i)
+      // Distances within a span are what a scan uses (at), and they held: its members stay as they were.
+      for (let k = 0; k < span.count; k++) known[i + k] = previous?.members[span.first + k] ?? member(members[i + k] as ScannedMember)
       spans.push({ ...span, first: i })
       i += span.count
       continue
     }
+    known[i] = member(m)
     if (open < 0) open = i
     if (++i - open === SPAN) close(i)
   }

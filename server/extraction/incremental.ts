@@ -12,7 +12,7 @@ import type { PluralResolution } from '../../hooks/plural.js'
 import { typeKey, type SyncResponse } from '../../hooks/request.js'
 import { extractedCondition } from '../../hooks/target.js'
 import { targetResponse } from '../../hooks/target-status.js'
-import { TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
+import { retally, TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
 import { knownMembers, memberDigest, MemberScan, onlySpaceAfter, skipSpace, type Member, type ScannedMember } from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
@@ -38,6 +38,8 @@ export interface SyncPlan {
   kept: ReadonlyMap<string, ObjectRecord<string>>
   /** The checksum of the report the kept records made. */
   base?: string
+  /** The entry the objects were scanned against, if any: a reduced plan's records and tally start from it. */
+  previous?: CacheEntry
   /** For a whole plan: whether its records are worth keeping (remember()). */
   keep: boolean
   /** Whether the records this plan keeps follow records that helped (or none): see plan(). */
@@ -181,7 +183,7 @@ export class IncrementalSyncs {
     }
     const whole: SyncPlan = {
       target, namespace: meta.namespace, source: body, body, reduced: false, keep: true, useful: true, extracting: 0, members: objects.members, kept: NONE,
-      advance: (max) => objects.step(max), finish,
+      ...(entry ? { previous: entry } : {}), advance: (max) => objects.step(max), finish,
     }
 
     // A first sync, or one in which the first objects all changed: the child gets the whole
@@ -248,14 +250,17 @@ export class IncrementalSyncs {
     const keyOf = (item: ItemRecord<string>) => `${head.target.namespace}/${head.target.name}/${item.order[5]}`
     const removedKeys: string[] = []
     const items: ItemRecord<string>[] = []
+    let added = 0
     for (const [key, record] of fresh) {
-      const before = plan.kept.get(key)?.item
+      const kept = plan.kept.get(key)
+      if (!kept) added++
+      const before = kept?.item
       const now = record.item
       if (before && (!now || keyOf(before) !== keyOf(now))) removedKeys.push(keyOf(before))
       if (now && (!before || before.hash !== now.hash || before.generation !== now.generation || keyOf(before) !== keyOf(now))) items.push(now)
     }
-    // Objects gone from the related set.
-    for (const [key, record] of plan.kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
+    // Objects gone from the related set (none when the records are the kept ones and the added ones).
+    if (plan.kept.size + added !== records.size) for (const [key, record] of plan.kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
     return reportJson({ ...head, removedKeys }, { items, failedKeys })
   }
 
@@ -291,9 +296,10 @@ export class IncrementalSyncs {
 
   /** Every object's record (the child's, else the kept one), tallied in key order as syncTarget does, and the entry that keeps them. */
   private entry(plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>): { entry: CacheEntry; tallied: Tallied<string> } | null {
+    const changed = plan.reduced && plan.previous ? this.changedEntry(plan, plan.previous, fresh) : null
+    if (changed) return changed
     const tally = new TargetTally<string>()
     const records = new Map<string, ObjectRecord<string>>()
-    const known = knownMembers(plan.source, plan.members)
     let bytes = 0
     for (const m of inKeyOrder(plan.members)) {
       const record = fresh.get(m.key) ?? (m.digest !== undefined ? plan.kept.get(m.key) : undefined)
@@ -302,9 +308,47 @@ export class IncrementalSyncs {
       records.set(m.key, record)
       bytes += recordBytes(m.key, record)
     }
-    const tallied = tally.finish()
+    return this.entryOf(plan, records, tally.finish(), bytes)
+  }
+
+  /**
+   * A reduced plan's entry from the one it was scanned against: the records it kept with the
+   * child's in place of the changed ones, tallied and charged for what changed (retally). Null
+   * when retally cannot, or the records are not one per member: the caller tallies them all.
+   */
+  private changedEntry(plan: SyncPlan, previous: CacheEntry, fresh: ReadonlyMap<string, ObjectRecord<string>>): { entry: CacheEntry; tallied: Tallied<string> } | null {
+    const records = new Map(previous.records)
+    const before: ObjectRecord<string>[] = []
+    let { bytes } = previous
+    const drop = (key: string, record: ObjectRecord<string>) => {
+      before.push(record)
+      bytes -= recordBytes(key, record)
+    }
+    for (const [key, record] of fresh) {
+      const old = records.get(key)
+      if (old) drop(key, old)
+      records.set(key, record)
+      bytes += recordBytes(key, record)
+    }
+    if (records.size !== plan.members.length) {
+      // Objects gone from the related set.
+      const present = new Set(plan.members.map((m) => m.key))
+      for (const [key, record] of records) {
+        if (present.has(key)) continue
+        if (fresh.has(key)) return null
+        drop(key, record)
+        records.delete(key)
+      }
+      if (records.size !== plan.members.length) return null
+    }
+    const tallied = retally(previous.tallied, before, [...fresh.values()])
+    return tallied && this.entryOf(plan, records, tallied, bytes)
+  }
+
+  private entryOf(plan: SyncPlan, records: Map<string, ObjectRecord<string>>, tallied: Tallied<string>, bytes: number): { entry: CacheEntry; tallied: Tallied<string> } {
+    const known = knownMembers(plan.source, plan.members, plan.previous?.known)
     const fingerprint = plan.finish() as string
-    const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, known, records, bytes, at: this.now(), useful: plan.useful }
+    const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, known, records, tallied, bytes, at: this.now(), useful: plan.useful }
     return { entry, tallied }
   }
 }

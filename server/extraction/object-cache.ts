@@ -1,4 +1,4 @@
-import type { ObjectRecord } from '../../hooks/target-tally.js'
+import type { ObjectRecord, Tallied } from '../../hooks/target-tally.js'
 import type { Known } from './body-scan.js'
 
 /** What one target's last sync left: its objects' digests and records, valid for bodies with the same fingerprint. */
@@ -11,6 +11,8 @@ export interface CacheEntry {
   known: Known
   /** Each item's value is its JSON text, as the report carries it. */
   records: Map<string, ObjectRecord<string>>
+  /** Their tally, which the next sync's tally starts from (retally). */
+  tallied: Tallied<string>
   /** What the entry is charged: its strings' lengths and a fixed overhead per object. */
   bytes: number
   /** When it was kept (Date.now()). */

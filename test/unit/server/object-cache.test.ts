@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { TargetTally } from '../../../hooks/target-tally.js'
 import { ObjectCache, type CacheEntry } from '../../../server/extraction/object-cache.js'
 
 // The kept records of incremental target syncs (issue 28): a byte budget, of which one
 // namespace's targets hold at most a share, least recently used dropped first.
 
-const entry = (namespace: string, bytes: number): CacheEntry => ({ namespace, fingerprint: 'f', checksum: 'c', known: { members: [], spans: [] }, records: new Map(), bytes, at: 0, useful: true })
+const entry = (namespace: string, bytes: number): CacheEntry => ({
+  namespace, fingerprint: 'f', checksum: 'c', known: { members: [], spans: [] }, records: new Map(), bytes, at: 0, useful: true,
+  tallied: new TargetTally<string>().finish(),
+})
 
 test("a namespace past its share drops its own least recently used targets, never another namespace's", () => {
   const cache = new ObjectCache(1000, 0.5)
