@@ -83,6 +83,9 @@ export interface Extraction {
 
 const NOTHING = (): void => undefined
 
+/** The entry that keeps a sync's records, and their tally. */
+interface Entry { entry: CacheEntry; tallied: Tallied<string> }
+
 export class IncrementalSyncs {
   constructor(
     readonly cache: ObjectCache,
@@ -260,7 +263,9 @@ export class IncrementalSyncs {
       if (now && (!before || before.hash !== now.hash || before.generation !== now.generation || keyOf(before) !== keyOf(now))) items.push(now)
     }
     // Objects gone from the related set (none when the records are the kept ones and the added ones).
-    if (plan.kept.size + added !== records.size) for (const [key, record] of plan.kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
+    if (plan.kept.size + added !== records.size) {
+      for (const [key, record] of plan.kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
+    }
     return reportJson({ ...head, removedKeys }, { items, failedKeys })
   }
 
@@ -295,7 +300,7 @@ export class IncrementalSyncs {
   }
 
   /** Every object's record (the child's, else the kept one), tallied in key order as syncTarget does, and the entry that keeps them. */
-  private entry(plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>): { entry: CacheEntry; tallied: Tallied<string> } | null {
+  private entry(plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>): Entry | null {
     const changed = plan.reduced && plan.previous ? this.changedEntry(plan, plan.previous, fresh) : null
     if (changed) return changed
     const tally = new TargetTally<string>()
@@ -316,7 +321,7 @@ export class IncrementalSyncs {
    * child's in place of the changed ones, tallied and charged for what changed (retally). Null
    * when retally cannot, or the records are not one per member: the caller tallies them all.
    */
-  private changedEntry(plan: SyncPlan, previous: CacheEntry, fresh: ReadonlyMap<string, ObjectRecord<string>>): { entry: CacheEntry; tallied: Tallied<string> } | null {
+  private changedEntry(plan: SyncPlan, previous: CacheEntry, fresh: ReadonlyMap<string, ObjectRecord<string>>): Entry | null {
     const records = new Map(previous.records)
     const before: ObjectRecord<string>[] = []
     let { bytes } = previous
@@ -345,7 +350,7 @@ export class IncrementalSyncs {
     return tallied && this.entryOf(plan, records, tallied, bytes)
   }
 
-  private entryOf(plan: SyncPlan, records: Map<string, ObjectRecord<string>>, tallied: Tallied<string>, bytes: number): { entry: CacheEntry; tallied: Tallied<string> } {
+  private entryOf(plan: SyncPlan, records: Map<string, ObjectRecord<string>>, tallied: Tallied<string>, bytes: number): Entry {
     const known = knownMembers(plan.source, plan.members, plan.previous?.known)
     const fingerprint = plan.finish() as string
     const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, known, records, tallied, bytes, at: this.now(), useful: plan.useful }
