@@ -53,11 +53,32 @@ export class ItemCharger {
    * charged the same, and gets the same refusal.
    */
   chargeReport(items: Iterable<Item>): { bytes: number; forget(): void } {
+    return this.learning(() => {
+      let bytes = 0
+      for (const item of items) bytes += this.charge(item)
+      return bytes
+    })
+  }
+
+  /**
+   * The same for a change of held items that were charged bytes: what the items that stay were
+   * charged is cached by identity, so the sum is the one chargeReport gives for them all.
+   */
+  chargeChange(bytes: number, gone: Iterable<Item>, come: Iterable<Item>): { bytes: number; forget(): void } {
+    return this.learning(() => {
+      let n = bytes
+      for (const item of gone) n -= this.charge(item)
+      for (const item of come) n += this.charge(item)
+      return n
+    })
+  }
+
+  private learning(charging: () => number): { bytes: number; forget(): void } {
     const remembered: [Map<string, ShapeNode>, string][] = []
     this.remembered = remembered
-    let bytes = 0
+    let bytes: number
     try {
-      for (const item of items) bytes += this.charge(item)
+      bytes = charging()
     } finally {
       this.remembered = null
     }
@@ -155,6 +176,11 @@ export class ItemBudget {
   /** Bytes charged for holding a report's items (see ItemCharger.chargeReport). */
   chargeReport(items: Iterable<Item>): { bytes: number; forget(): void } {
     return this.charger.chargeReport(items)
+  }
+
+  /** The same for a change of held items (see ItemCharger.chargeChange). */
+  chargeChange(bytes: number, gone: Iterable<Item>, come: Iterable<Item>): { bytes: number; forget(): void } {
+    return this.charger.chargeChange(bytes, gone, come)
   }
 
   get totalBytes(): number {

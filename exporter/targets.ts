@@ -29,14 +29,26 @@ interface ReportedItem {
   generation: number | null
 }
 
-/** A report's items placed against the held ones; touched: the keys a report of changes moved (all, for a whole report). */
+/** A report's items placed against the held ones. */
 interface Placed {
   items: Map<string, Item>
   generations: Map<string, number>
   reported: Map<string, ReportedItem>
   /** Keys whose reported item was older than the held one, which stayed. */
   stale: Set<string>
-  touched?: Set<string>
+  /**
+   * A report of changes is placed in the held target's own maps: before is what each key it
+   * moved held, which undo() puts back (a refused report). A whole report gets new maps.
+   */
+  before?: Map<string, Saved>
+}
+
+/** What a key held in the four maps before a report of changes moved it. */
+interface Saved {
+  item: Item | undefined
+  generation: number | undefined
+  reported: ReportedItem | undefined
+  stale: boolean
 }
 
 /**
@@ -107,20 +119,38 @@ export class TargetStore {
         },
       }
     }
-    let placed: Placed
-    if (report.base === undefined) placed = this.placeAll(report, previous)
-    else if (previous && previous.checksum === report.base && previous.stamp.uid === report.uid) placed = this.placeChanges(report, previous)
-    else {
+    if (report.base === undefined) return this.accept(report, previous, this.placeAll(report, previous))
+    if (!previous || previous.checksum !== report.base || previous.stamp.uid !== report.uid) {
       const message = `the exporter does not hold the report of checksum ${report.base} that this report of changes applies to; send the whole report`
       return { changed: false, result: { accepted: false, reason: 'BaseMismatch', message } }
     }
+    // Placed in the held maps (copying four maps of 10,000 items cost more than the change):
+    // whatever does not take the report puts them back.
+    const { items, generations, reported, stale } = previous
+    const placed: Placed = { items, generations, reported, stale, before: new Map() }
+    let taken = false
+    try {
+      this.placeChanges(report, previous, placed)
+      const answer = this.accept(report, previous, placed)
+      taken = answer.result.accepted
+      return answer
+    } finally {
+      if (!taken) undo(placed, previous)
+    }
+  }
+
+  /** Charges what was placed, and holds it unless the budget refuses it. */
+  private accept(report: TargetReport, previous: TargetState | undefined, placed: Placed): { result: ReportResult; changed: boolean } {
+    const key = refKey(report.target)
     const { items, generations, reported, stale } = placed
     const staleItems = stale.size
+    const moved = placed.before && [...placed.before].filter(([k, saved]) => saved.item !== items.get(k))
     // A periodic resync reports the same items: exporting nothing new must not flip status to Pending.
-    const changed = !previous || previous.items.size !== items.size ||
-      [...(placed.touched ?? items.keys())].some((k) => previous.items.get(k) !== items.get(k))
-    const { bytes, forget } = this.budget.chargeReport(items.values())
+    const changed = moved ? moved.length > 0 : !previous || previous.items.size !== items.size || [...items].some(([k, item]) => previous.items.get(k) !== item)
     const before = previous?.bytes ?? 0
+    const { bytes, forget } = moved
+      ? this.budget.chargeChange(before, moved.flatMap(([, saved]) => saved.item ?? []), moved.flatMap(([k]) => items.get(k) ?? []))
+      : this.budget.chargeReport(items.values())
     const over = this.budget.check(report.target, before, bytes)
     if (over) {
       forget()
@@ -150,13 +180,10 @@ export class TargetStore {
    * The same for a report of changes to the held report: what it does not name stays as placed
    * last time, which is what the whole report would place again (same item, same generation).
    */
-  private placeChanges(changes: TargetReport, previous: TargetState): Placed {
-    const touched = new Set<string>()
-    const placed: Placed = {
-      items: new Map(previous.items), generations: new Map(previous.generations), reported: new Map(previous.reported), stale: new Set(previous.stale), touched,
-    }
+  private placeChanges(changes: TargetReport, previous: TargetState, placed: Placed): void {
+    const { items, reported } = previous
     const forget = (k: string) => {
-      touched.add(k)
+      touch(placed, k)
       placed.items.delete(k)
       placed.generations.delete(k)
       placed.reported.delete(k)
@@ -165,14 +192,14 @@ export class TargetStore {
     for (const k of changes.removedKeys ?? []) forget(k)
     // Items kept last time for objects that failed: kept again only while they fail.
     const failed = new Set(changes.failedKeys ?? [])
-    for (const k of previous.items.keys()) if (!previous.reported.has(k) && !failed.has(k)) forget(k)
+    // Every held key was reported but those (when the sizes differ): a pass over the keys only then.
+    if (items.size !== reported.size) for (const k of [...items.keys()]) if (!reported.has(k) && !failed.has(k)) forget(k)
     changes.items.forEach((item, i) => {
       const k = itemKey(item)
       forget(k)
       this.place(placed, previous, changes.target, item, changes.itemHashes?.[i], changes.itemGenerations?.[i])
     })
     this.keepFailed(placed, previous, changes.failedKeys)
-    return placed
   }
 
   /** One reported item: the held one stays when it is newer (stale) or the same (its hash and rendered text are cached by identity). */
@@ -180,10 +207,10 @@ export class TargetStore {
     placed: Placed, previous: TargetState | undefined, target: ObjectRef, item: Item, sentHash: string | undefined, generation: number | null | undefined,
   ): void {
     const k = itemKey(item)
-    const old = previous?.items.get(k)
+    const old = held(placed, previous, k)?.item
     const hash = sentHash ?? itemHash(item)
-    const heldGeneration = previous?.generations.get(k)
-    placed.touched?.add(k)
+    const heldGeneration = held(placed, previous, k)?.generation
+    touch(placed, k)
     if (old && isStaleItem(heldGeneration, generation)) {
       placed.stale.add(k)
       placed.items.set(k, old)
@@ -204,12 +231,12 @@ export class TargetStore {
   /** An object whose extraction failed keeps its last good item instead of vanishing downstream. */
   private keepFailed(placed: Placed, previous: TargetState | undefined, failedKeys: readonly string[] | undefined): void {
     for (const failed of failedKeys ?? []) {
-      const old = previous?.items.get(failed)
+      const old = held(placed, previous, failed)?.item
       if (old && !placed.items.has(failed)) {
-        placed.touched?.add(failed)
+        touch(placed, failed)
         placed.items.set(failed, old)
-        const held = previous?.generations.get(failed)
-        if (held !== undefined) placed.generations.set(failed, held)
+        const generation = held(placed, previous, failed)?.generation
+        if (generation !== undefined) placed.generations.set(failed, generation)
       }
     }
   }
@@ -235,4 +262,29 @@ export class TargetStore {
     this.budget.move(target, before, after)
     this.observer?.onHeldChange?.(target.namespace, this.budget.namespaceBytes(target.namespace), this.budget.totalBytes)
   }
+}
+
+/** Saves what key k holds before a report of changes moves it (the first time). */
+function touch(placed: Placed, k: string): void {
+  if (!placed.before || placed.before.has(k)) return
+  placed.before.set(k, { item: placed.items.get(k), generation: placed.generations.get(k), reported: placed.reported.get(k), stale: placed.stale.has(k) })
+}
+
+/** Puts back what a report of changes moved in the held target's maps. */
+function undo(placed: Placed, held: TargetState): void {
+  const restore = <V>(map: Map<string, V>, k: string, v: V | undefined) => (v === undefined ? map.delete(k) : map.set(k, v))
+  for (const [k, saved] of placed.before ?? []) {
+    restore(held.items, k, saved.item)
+    restore(held.generations, k, saved.generation)
+    restore(held.reported, k, saved.reported)
+    if (saved.stale) held.stale.add(k)
+    else held.stale.delete(k)
+  }
+}
+
+/** What the target held for key k before this report: placed in its own maps, what they held before it moved k. */
+function held(placed: Placed, previous: TargetState | undefined, k: string): { item: Item | undefined; generation: number | undefined } | undefined {
+  const saved = placed.before?.get(k)
+  if (saved) return saved
+  return previous && { item: previous.items.get(k), generation: previous.generations.get(k) }
 }

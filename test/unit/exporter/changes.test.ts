@@ -46,20 +46,35 @@ function changesOf(last: TargetReport, next: TargetReport): TargetReport {
   }
 }
 
-const held = (store: TargetStore) => [...store.items(T1)].map((i) => JSON.stringify(i)).sort()
+const held = (store: TargetStore) => (store.has(T1) ? [...store.items(T1)] : []).map((i) => JSON.stringify(i)).sort()
 
-test('a report of changes leaves the exporter where the whole report would, through any sequence of syncs', () => {
-  fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 8 }), (syncs) => {
-    const whole = new TargetStore(undefined, undefined, () => undefined)
-    const changes = new TargetStore(undefined, undefined, () => undefined)
-    let last: TargetReport | undefined
-    syncs.forEach((objects, n) => {
-      const next = wholeReport(objects, n + 1)
-      const a = whole.report(next)
-      const b = changes.report(last ? changesOf(last, next) : next)
-      assert.deepEqual(b, a, `sync ${n}`)
-      assert.deepEqual(held(changes), held(whole), `sync ${n}`)
-      if (a.result.accepted) last = next
-    })
-  }), { numRuns: 300 })
-})
+/** A store whose budget holds about five of the pool's items, and the bytes it holds. */
+function store(maxBytes?: number): { store: TargetStore; held: () => number } {
+  let bytes = 0
+  const budget = maxBytes === undefined ? undefined : { maxBytes, namespaceShare: 1 }
+  return { store: new TargetStore(budget, { onHeldChange: (_ns, _n, total) => { bytes = total } }, () => undefined), held: () => bytes }
+}
+
+// The pool's items are charged about 1,050 bytes each: a budget of 5,500 refuses the syncs that hold more than five.
+for (const maxBytes of [undefined, 5_500]) {
+  test(`a report of changes leaves the exporter where the whole report would, through any sequence of syncs (budget ${maxBytes ?? 'none'})`, () => {
+    let refused = 0
+    fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 8 }), (syncs) => {
+      const whole = store(maxBytes)
+      const changes = store(maxBytes)
+      let last: TargetReport | undefined
+      syncs.forEach((objects, n) => {
+        const next = wholeReport(objects, n + 1)
+        const a = whole.store.report(next)
+        const b = changes.store.report(last ? changesOf(last, next) : next)
+        assert.deepEqual(b, a, `sync ${n}`)
+        // A refused report of changes is put back: the held items, and what they are charged, are the whole report's.
+        assert.deepEqual(held(changes.store), held(whole.store), `sync ${n}`)
+        assert.equal(changes.held(), whole.held(), `sync ${n}: bytes held`)
+        if (a.result.accepted) last = next
+        else if (a.result.reason === 'ResourceLimit') refused++
+      })
+    }), { numRuns: 300 })
+    if (maxBytes !== undefined) assert.ok(refused > 0, 'some syncs were refused')
+  })
+}
