@@ -42,14 +42,15 @@ function objectKey(o: KubeObject): string {
   return o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name as string)
 }
 
+/** As encoding/json writes Metacontroller's maps: keys in byte order (ASCII here, where JavaScript's order is the same). */
+function byKey<V>(entries: [string, V][]): Record<string, V> {
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+}
+
 export function relatedMap(types: string[], objects: Record<string, KubeObject[]>): Record<string, Record<string, KubeObject>> {
-  const out: Record<string, Record<string, KubeObject>> = {}
-  for (const t of types) out[t] = {}
-  for (const [t, list] of Object.entries(objects)) {
-    out[t] ??= {}
-    for (const o of list) (out[t] as Record<string, KubeObject>)[objectKey(o)] = sortedKeys(o)
-  }
-  return out
+  const out = new Map<string, Record<string, KubeObject>>(types.map((t) => [t, {}]))
+  for (const [t, list] of Object.entries(objects)) out.set(t, byKey(list.map((o) => [objectKey(o), sortedKeys(o)])))
+  return byKey([...out])
 }
 
 export function syncRequest(controller: KubeObject, parent: KubeObject, related: Record<string, Record<string, KubeObject>>, finalizing = false): Record<string, unknown> {
