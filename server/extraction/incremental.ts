@@ -13,10 +13,11 @@ import { typeKey, type SyncResponse } from '../../hooks/request.js'
 import { extractedCondition } from '../../hooks/target.js'
 import { targetResponse } from '../../hooks/target-status.js'
 import { retally, TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
-import { knownMembers, memberDigest, MemberScan, onlySpaceAfter, skipSpace, type Member, type ScannedMember } from './body-scan.js'
+import { knownMembers, memberDigest, memberDigests, MemberScan, onlySpaceAfter, skipSpace, type Known, type Member, type ScannedMember } from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
 import { readJson } from '../protocol/json-depth.js'
+import { Arrival } from './arrival.js'
 import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
 
 export interface SyncPlan {
@@ -40,6 +41,8 @@ export interface SyncPlan {
   base?: string
   /** The entry the objects were scanned against, if any: a reduced plan's records and tally start from it. */
   previous?: CacheEntry
+  /** The body's key for UnchangedSyncs, from the digests the scan took (bodyKey()), when the plan took it over. */
+  digest?: string
   /** For a whole plan: whether its records are worth keeping (remember()). */
   keep: boolean
   /** Whether the records this plan keeps follow records that helped (or none): see plan(). */
@@ -48,6 +51,8 @@ export interface SyncPlan {
   advance(max: number): boolean
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
   finish(): string | null
+  /** After finish(): the body's key (bodyKey()), with the digests of known where a member has none. */
+  key(known?: Known): string
 }
 
 export type Merged =
@@ -69,6 +74,11 @@ const BATCH = 1000
  * server stores no object over 1.5 MiB, so only a hand-made body carries one.
  */
 const MAX_PARENT_BYTES = 2 * 1024 * 1024
+/**
+ * What a scan that stopped short waits for before it goes on. Read a chunk (64 KiB) at a time,
+ * the scan kept the socket unread often enough to slow a 25 MiB body's arrival by a third.
+ */
+const READ_AHEAD = 1024 * 1024
 const NONE: ReadonlyMap<string, ObjectRecord<string>> = new Map()
 
 /** A sync's extraction, and what to do once the exporter has answered: whole, it took the report whole. */
@@ -78,7 +88,8 @@ export interface Extraction {
   scanMs: number
   /** Milliseconds spent adding the kept records to the child's (a reduced plan). */
   mergeMs?: number
-  settle(whole: boolean): void
+  /** keyed: called with the body's key as the plan gives it (SyncPlan.digest), when a whole plan learns it later. */
+  settle(whole: boolean, keyed?: (digest: string) => void): void
 }
 
 const NOTHING = (): void => undefined
@@ -100,10 +111,26 @@ export class IncrementalSyncs {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Runs a target sync's extraction with run (the pool's), incrementally when the body allows it. */
-  async extract(bytes: Buffer, job: JobInfo, run: (body: Buffer, job: JobInfo) => Promise<PoolOutcome>): Promise<Extraction> {
+  /**
+   * Starts reading a target sync's body as it arrives: what extract() is given, so that reading
+   * the body's structure takes the time its bytes take to come. Never rejects.
+   */
+  planning(arrival: Arrival, keyTaken?: () => void): Promise<SyncPlan | null> {
+    return this.plan(arrival, keyTaken).catch((err: unknown) => {
+      this.observe.failed?.((err as Error).message)
+      return null
+    })
+  }
+
+  /**
+   * Runs a target sync's extraction with run (the pool's), incrementally when the body allows it.
+   * planned: planning() of the body's arrival, else the body is read here.
+   */
+  async extract(
+    bytes: Buffer, job: JobInfo, run: (body: Buffer, job: JobInfo) => Promise<PoolOutcome>, planned?: Promise<SyncPlan | null>,
+  ): Promise<Extraction> {
     const scanning = performance.now()
-    const plan = await this.plan(bytes)
+    const plan = await (planned ?? this.planning(Arrival.of(bytes)))
     const scanMs = performance.now() - scanning
     if (!plan) return { outcome: await run(bytes, job), scanMs, settle: NOTHING }
     let outcome = await run(plan.body, { ...job, records: true })
@@ -115,9 +142,9 @@ export class IncrementalSyncs {
       const { result } = outcome
       if (result.records) this.observe.counted?.(0, result.records.objects)
       // The rest of the body is read once the answer has gone: it only serves the next sync.
-      const settle = (whole: boolean) => {
+      const settle = (whole: boolean, keyed?: (digest: string) => void) => {
         if (!whole) this.forget(plan)
-        else if (plan.keep) void this.remember(plan, result)
+        else if (plan.keep) void this.remember(plan, result, keyed)
       }
       return { outcome, scanMs, settle }
     }
@@ -137,37 +164,55 @@ export class IncrementalSyncs {
   /**
    * How to run this body incrementally, or null when it is not the plain shape Metacontroller
    * writes (parent before related, no duplicate or escaped keys on the way to the objects): the
-   * body then goes to a child as without the cache.
+   * body then goes to a child as without the cache. Reads the body as it arrives, and resolves
+   * once it has all come. Once the kept records help, the body's key is the plan's to give
+   * (digest), and keyTaken() is called: whoever hashed the body for it can stop.
    */
-  private async plan(body: Buffer): Promise<SyncPlan | null> {
+  private async plan(arrival: Arrival, keyTaken?: () => void): Promise<SyncPlan | null> {
     if (!this.cache.enabled) return null
-    const top = new MemberScan(body, skipSpace(body, 0), undefined, 'related')
-    top.step()
+    /** Steps the scan over the bytes that have come, waiting for more while it is short; false if the body failed. */
+    const read = async (scan: MemberScan, max?: number): Promise<boolean> => {
+      for (scan.step(max); scan.short; scan.step(max)) {
+        await arrival.more(READ_AHEAD)
+        if (arrival.state === 'failed') return false
+        scan.grow(arrival.bytes, arrival.state === 'complete')
+      }
+      return true
+    }
+    const complete = () => arrival.state === 'complete'
+    // A body whose first bytes are space past this is not one Metacontroller wrote.
+    while (arrival.state === 'arriving' && skipSpace(arrival.bytes, 0) >= arrival.length) await arrival.more()
+    const start = skipSpace(arrival.bytes, 0)
+    const top = new MemberScan(arrival.bytes, start, { stopAt: 'related', complete: complete() })
+    if (!(await read(top))) return null
     const relatedAt = top.paused
     const parentAt = top.members.find((m) => m.key === 'parent')
     if (!relatedAt || !parentAt || parentAt.end - parentAt.start > MAX_PARENT_BYTES) return null
     // Read as the child reads bodies: bounded in depth (what follows recurses), and without __proto__ keys.
-    const read = readJson(body.subarray(parentAt.start, parentAt.end), this.limits.maxJsonDepth)
-    if (!read.ok) return null
-    const parent = read.value as KubeObject | null
+    const parsed = readJson(arrival.bytes.subarray(parentAt.start, parentAt.end), this.limits.maxJsonDepth)
+    if (!parsed.ok) return null
+    const parent = parsed.value as KubeObject | null
     const meta = parent?.metadata
     const spec = parent?.['spec'] as Partial<KollectTargetSpec> | undefined
     const res = spec?.resource
     if (typeof meta?.namespace !== 'string' || typeof meta.name !== 'string' || typeof meta.uid !== 'string') return null
     if (typeof res?.version !== 'string' || typeof res.kind !== 'string' || (res.group !== undefined && typeof res.group !== 'string')) return null
     const key = typeKey(res.group, res.version, res.kind)
-    const related = new MemberScan(body, relatedAt.start, undefined, key)
-    related.step()
+    const related = new MemberScan(arrival.bytes, relatedAt.start, { stopAt: key, complete: complete() })
+    if (!(await read(related))) return null
     const typeAt = related.paused
     if (!typeAt) return null
     const plural = await this.resolvePlural(res)
     const target = `${meta.namespace}/${meta.name}/${meta.uid}`
     const entry = this.cache.get(target)
-    const objects = new MemberScan(body, typeAt.start, entry?.known)
+    const objects = new MemberScan(arrival.bytes, typeAt.start, { ...(entry ? { previous: entry.known } : {}), complete: complete(), sorted: true })
     let fingerprint: string | null | undefined
+    /** Reads the rest of the body, which has all come (once); the fingerprint, or null when the body is not the plain shape. */
     const finish = (): string | null => {
       if (fingerprint !== undefined) return fingerprint
       fingerprint = null
+      const body = arrival.bytes
+      for (const scan of [objects, related, top]) scan.grow(body, true)
       objects.step()
       if (!objects.result) return null
       related.resume(objects.end)
@@ -184,29 +229,42 @@ export class IncrementalSyncs {
         .update(body.subarray(objects.end, related.end))
         .digest('base64'))
     }
+    if (!(await read(objects, SAMPLE))) return null
+    // Kept records that help: the rest is read as it comes (mostly hashing, which keeps up with loopback).
+    const helps = entry !== undefined && objects.members.some((m) => m.digest !== undefined)
+    if (helps) keyTaken?.()
+    if (helps && !(await read(objects))) return null
+    if (!(await arrival.ended())) return null
+    const body = arrival.bytes
     const whole: SyncPlan = {
       target, namespace: meta.namespace, source: body, body, reduced: false, keep: true, useful: true, extracting: 0, members: objects.members, kept: NONE,
-      ...(entry ? { previous: entry } : {}), advance: (max) => objects.step(max), finish,
+      ...(entry ? { previous: entry } : {}),
+      advance: (max) => {
+        objects.grow(body, true)
+        return objects.step(max)
+      },
+      finish,
+      key: (known) => bodyKey(body, objects.members, typeAt.start, objects.end, known),
     }
 
     // A first sync, or one in which the first objects all changed: the child gets the whole
     // body at once, and the rest is read once the sync is answered (remember()).
-    objects.step(SAMPLE)
     if (!entry) return whole
-    if (!objects.members.some((m) => m.digest !== undefined)) {
+    if (!helps) {
       // Kept records that did not help. Once (a rollout changes every object) new ones are kept;
       // when the records kept after that did not help either, the target's objects change
       // between syncs, and keeping costs the server a read of the whole body: once a minute, or
       // as soon as the first objects come again as the last body had them (they settled).
-      const sample = objects.members.map((m) => ({ key: m.key, digest: memberDigest(body, m.keyStart, m.end) }))
+      const sample = objects.members.slice(0, SAMPLE).map((m) => ({ key: m.key, digest: memberDigest(body, m.keyStart, m.end) }))
       const last = new Map(entry.probe?.map((p) => [p.key, p.digest]))
       const settled = sample.some((m) => last.get(m.key) === m.digest)
       entry.probe = sample
       return { ...whole, keep: settled || entry.useful || this.now() - entry.at >= REKEEP_MS, useful: settled }
     }
     if (finish() === null) return null
+    const digest = whole.key()
     const changed = entry.fingerprint === fingerprint ? objects.members.filter((m) => m.digest === undefined) : objects.members
-    if (changed.length === objects.members.length) return { ...whole, extracting: changed.length }
+    if (changed.length === objects.members.length) return { ...whole, extracting: changed.length, digest }
     // The body with only the changed objects in the target kind's map.
     const parts: Buffer[] = [body.subarray(0, typeAt.start + 1)]
     changed.forEach((m, i) => {
@@ -214,7 +272,7 @@ export class IncrementalSyncs {
       parts.push(body.subarray(m.keyStart, m.end))
     })
     parts.push(body.subarray(objects.end - 1))
-    return { ...whole, body: Buffer.concat(parts), reduced: true, extracting: changed.length, kept: entry.records, base: entry.checksum }
+    return { ...whole, body: Buffer.concat(parts), reduced: true, extracting: changed.length, kept: entry.records, base: entry.checksum, digest }
   }
 
   /** A reduced plan's child answer, with the kept records added in: the answer for the whole body. */
@@ -273,7 +331,7 @@ export class IncrementalSyncs {
    * After a whole plan's sync was answered and its report taken whole: reads the rest of the body
    * and keeps the child's records for the next sync. Off the sync's path: its answer has gone.
    */
-  private async remember(plan: SyncPlan, result: ChildResult): Promise<void> {
+  private async remember(plan: SyncPlan, result: ChildResult, keyed?: (digest: string) => void): Promise<void> {
     try {
       // A batch at a time: other hooks are answered in between.
       do await setImmediate()
@@ -282,7 +340,12 @@ export class IncrementalSyncs {
       const tooLarge = (result.report?.json.length ?? 0) > this.cache.namespaceBytes
       const fresh = result.records && result.report && !tooLarge && plan.finish() !== null ? decodeRecords(result.records.meta, result.report.json) : null
       const built = fresh && fresh.size === plan.members.length ? this.entry(plan, fresh) : null
-      if (built) return this.commit(plan, built.entry)
+      if (built) {
+        this.commit(plan, built.entry)
+        // The key the next identical body will be known by, from the digests just taken.
+        keyed?.(plan.key(built.entry.known))
+        return
+      }
     } catch (err) {
       // Nothing is lost: the target's next sync extracts every object.
       this.observe.failed?.((err as Error).message)
@@ -356,6 +419,21 @@ export class IncrementalSyncs {
     const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, known, records, tallied, bytes, at: this.now(), useful: plan.useful }
     return { entry, tallied }
   }
+}
+
+/**
+ * A key for the whole body from the digests the scan took of its objects (hashing the body again
+ * would cost as much as the scan): its length, the bytes before and after the objects' map, and
+ * each object's digest. Two bodies with the same key hold the same bytes but for the white space
+ * between objects, where JSON holds nothing.
+ */
+function bodyKey(body: Buffer, members: readonly ScannedMember[], mapStart: number, mapEnd: number, known?: Known): string {
+  return 'members:' + createHash('sha256')
+    .update(`${body.length}\n`)
+    .update(body.subarray(0, mapStart + 1))
+    .update(memberDigests(body, members, known))
+    .update(body.subarray(mapEnd - 1))
+    .digest('base64')
 }
 
 function inKeyOrder<M extends Member>(members: M[]): M[] {

@@ -29,7 +29,8 @@ const PER_OBJECT = 512
 const DIGEST = 44
 
 export function recordBytes(key: string, record: ObjectRecord<string>): number {
-  let n = PER_OBJECT + 2 * key.length + DIGEST + (record.failure?.length ?? 0) + (record.failedKey?.length ?? 0)
+  // Its digest twice: its own, and its part of its span's digests (KnownSpan.digests).
+  let n = PER_OBJECT + 2 * key.length + 2 * DIGEST + (record.failure?.length ?? 0) + (record.failedKey?.length ?? 0)
   if (record.item) {
     n += record.item.value.length + record.item.hash.length
     for (const part of record.item.order) n += part.length

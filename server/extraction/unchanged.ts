@@ -52,6 +52,12 @@ export class UnchangedSyncs {
     while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string)
   }
 
+  /** The answer kept for one key is also the answer for another (the same body, keyed otherwise). */
+  alias(digest: string, other: string): void {
+    const entry = this.entries.get(digest)
+    if (entry) this.remember(other, entry.response, entry.report)
+  }
+
   /** A body that changed replaces its target's old entry only by LRU; forget drops one at once. */
   forget(digest: string): void {
     this.entries.delete(digest)

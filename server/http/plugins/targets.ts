@@ -1,5 +1,4 @@
 import type { Hash } from 'node:crypto'
-import { Transform } from 'node:stream'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { refKey } from '../../../api/canonical.js'
 import { withSequence } from '../../../api/report.js'
@@ -8,12 +7,13 @@ import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../..
 import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../../../hooks/target.js'
 import { sniffNamespace } from '../../extraction/namespace-sniff.js'
 import { MIN_BUDGET_SHARE } from '../../extraction/pool.js'
-import { IncrementalSyncs } from '../../extraction/incremental.js'
+import { IncrementalSyncs, type SyncPlan } from '../../extraction/incremental.js'
 import { ObjectCache } from '../../extraction/object-cache.js'
 import type { JobInfo } from '../../extraction/outcome.js'
 import { UnchangedSyncs } from '../../extraction/unchanged.js'
 import { KollectError } from '../../protocol/errors.js'
 import { customizeSchema, syncSchema } from '../../protocol/request-schemas.js'
+import { arrivingBody } from './arriving-body.js'
 import { callExporter, hookRoute, type HookRouteDeps } from './hook-route.js'
 
 /** /hooks/targets/{customize,sync,finalize}. */
@@ -39,26 +39,35 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
   )
   metrics.setObjectCacheBytes(() => incremental.cache.bytes)
   const arrivals = new WeakMap<FastifyRequest, number>()
-  const hashers = new WeakMap<FastifyRequest, Hash>()
+  /** The body's key for UnchangedSyncs, hashed as it arrives until the sync's plan takes it over. */
+  const keys = new WeakMap<FastifyRequest, { hasher: Hash; taken: boolean }>()
+  const plans = new WeakMap<FastifyRequest, Promise<SyncPlan | null>>()
   await app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
-    raw.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, bytes, done) => done(null, bytes))
+    // The body is read as it arrives, in the time the route would wait for it anyway: its key is
+    // hashed chunk by chunk, and its structure read against the target's kept records.
+    raw.addContentTypeParser('*', arrivingBody(
+      (request, arrival) => {
+        const key = unchanged.enabled ? { hasher: unchanged.hasher(), taken: false } : undefined
+        if (key) keys.set(request, key)
+        plans.set(request, incremental.planning(arrival, () => { if (key) key.taken = true }))
+      },
+      unchanged.enabled ? (request, chunk) => {
+        const key = keys.get(request)
+        if (key && !key.taken) key.hasher.update(chunk)
+      } : undefined,
+    ))
     // Stamped on arrival, before the body is read: a sync that arrives later carries newer state
     // (Metacontroller never runs two syncs of one parent at once), however long each one parses.
     raw.addHook('onRequest', async (request) => { arrivals.set(request, nextSequence()) })
-    // The body's key is hashed as its chunks arrive, in the time the route would wait for them anyway.
-    if (unchanged.enabled) {
-      raw.addHook('preParsing', async (request, _reply, payload) => {
-        const hasher = unchanged.hasher()
-        hashers.set(request, hasher)
-        return payload.pipe(new Transform({ transform: (chunk: Buffer, _encoding, next) => { hasher.update(chunk); next(null, chunk) } }))
-      })
-    }
     hookRoute(raw, deps, 'targets', 'sync', null, async (body, request, reply) => {
       const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0)
       const received = reply.elapsedTime
       const digesting = performance.now()
-      const digest = hashers.get(request)?.digest('hex') ?? null
+      const key = keys.get(request)
+      const planned = plans.get(request)
+      // A plan that took the key over gives it; one that then found the body not plain leaves the whole body to hash.
+      const digest = !key ? null : key.taken ? ((await planned)?.digest ?? unchanged.hasher().update(bytes).digest('hex')) : key.hasher.digest('hex')
       const digested = performance.now() - digesting
       const kept = digest === null ? undefined : unchanged.get(digest)
       if (digest !== null && kept) {
@@ -72,7 +81,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
         metrics.unchangedSyncs.inc({ result: 'exporter-lacks' })
       }
       const job: JobInfo = { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) }
-      const { outcome, scanMs, mergeMs, settle } = await incremental.extract(bytes, job, (body, info) => app.extractPool.run(body, info))
+      const { outcome, scanMs, mergeMs, settle } = await incremental.extract(bytes, job, (body, info) => app.extractPool.run(body, info), planned)
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
       // Overload answers 429 with Retry-After (a quarter of the budget), never a late 5xx.
       if (outcome.kind === 'queued' || outcome.kind === 'busy') {
@@ -116,7 +125,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
           response = staleItemsTargetSync(response, result.staleItems)
         }
       }
-      settle(whole)
+      settle(whole, (other) => { if (digest !== null) unchanged.alias(digest, other) })
       // Kept only when the exporter took the whole report: then a byte-identical resync would get this answer again.
       if (digest !== null && whole && report) {
         const { target: ref, uid, generation, checksum } = report

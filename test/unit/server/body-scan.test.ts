@@ -2,7 +2,9 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import type { KubeObject } from '../../../api/types.js'
-import { knownMembers, memberDigest, MemberScan, objectMembers, onlySpaceAfter, skipSpace, skipValue, SPAN, type Known, type Member, type ScannedMember } from '../../../server/extraction/body-scan.js'
+import {
+  knownMembers, memberDigest, MemberScan, objectMembers, spanDigest, onlySpaceAfter, skipSpace, skipValue, SPAN, type Known, type Member, type ScannedMember,
+} from '../../../server/extraction/body-scan.js'
 import { deployment, goJson, loadExampleCr, TYPES, targetSyncRequest } from '../../support/metacontroller.js'
 
 // The incremental target sync trusts these byte ranges in place of JSON.parse: each must be
@@ -208,7 +210,7 @@ describe('stopAt, paused and resume', () => {
   assert.ok(related)
 
   test('pauses at the stopAt member with start at its value and end -1; resume with its end completes the scan', () => {
-    const scan = new MemberScan(body, 0, undefined, 'related')
+    const scan = new MemberScan(body, 0, { stopAt: 'related' })
     assert.equal(scan.step(), true)
     assert.deepEqual(scan.paused, { key: 'related', keyStart: related.keyStart, start: related.start, end: -1 })
     assert.equal(body[related.start], 0x7b)
@@ -228,7 +230,7 @@ describe('stopAt, paused and resume', () => {
   })
 
   test('resume(-1): the paused value was malformed, and the scan is refused', () => {
-    const scan = new MemberScan(body, 0, undefined, 'related')
+    const scan = new MemberScan(body, 0, { stopAt: 'related' })
     assert.equal(scan.step(), true)
     scan.resume(-1)
     assert.equal(scan.paused, null)
@@ -237,7 +239,7 @@ describe('stopAt, paused and resume', () => {
   })
 
   test('pausing at the last member; resume finishes without another step', () => {
-    const scan = new MemberScan(body, 0, undefined, 'finalizing')
+    const scan = new MemberScan(body, 0, { stopAt: 'finalizing' })
     assert.equal(scan.step(), true)
     assert.ok(scan.paused)
     scan.resume(skipValue(body, scan.paused.start))
@@ -245,7 +247,7 @@ describe('stopAt, paused and resume', () => {
   })
 
   test('a stopAt key that is absent: no pause, the whole object', () => {
-    const scan = new MemberScan(body, 0, undefined, 'nothere')
+    const scan = new MemberScan(body, 0, { stopAt: 'nothere' })
     assert.equal(scan.step(), false)
     assert.equal(scan.paused, null)
     assert.deepEqual(scan.result, whole)
@@ -253,7 +255,7 @@ describe('stopAt, paused and resume', () => {
 
   test('the stopAt key twice: pauses at the first, refused at the second', () => {
     const b = buf('{"r":{},"r":{}}')
-    const scan = new MemberScan(b, 0, undefined, 'r')
+    const scan = new MemberScan(b, 0, { stopAt: 'r' })
     assert.equal(scan.step(), true)
     assert.ok(scan.paused)
     scan.resume(skipValue(b, scan.paused.start))
@@ -262,10 +264,10 @@ describe('stopAt, paused and resume', () => {
   })
 
   test('nested pauses, as an incremental sync reads a body: top level, related, then the target kind\'s map', () => {
-    const top = new MemberScan(body, 0, undefined, 'related')
+    const top = new MemberScan(body, 0, { stopAt: 'related' })
     top.step()
     assert.ok(top.paused)
-    const rel = new MemberScan(body, top.paused.start, undefined, TYPES.deployment)
+    const rel = new MemberScan(body, top.paused.start, { stopAt: TYPES.deployment })
     rel.step()
     assert.ok(rel.paused)
     const objects = objectMembers(body, rel.paused.start)
@@ -304,9 +306,9 @@ describe('step(max)', () => {
 
   test('three a step with a previous body: the same as one step with it', () => {
     const previous = known(body, whole.members)
-    const one = new MemberScan(body, at, previous)
+    const one = new MemberScan(body, at, { previous })
     one.step()
-    const batched = new MemberScan(body, at, previous)
+    const batched = new MemberScan(body, at, { previous })
     while (batched.step(3));
     assert.deepEqual(batched.result, one.result)
     assert.equal(batched.members.filter((m) => m.digest !== undefined).length, 20)
@@ -476,7 +478,8 @@ describe('spans: runs of known members hashed as one', () => {
       const first = aMembers[s.first] as Member
       const last = aMembers[s.first + s.count - 1] as Member
       assert.equal(s.length, last.end - first.keyStart)
-      assert.equal(s.digest, memberDigest(A, first.keyStart, last.end))
+      assert.equal(s.digest, spanDigest(A, first.keyStart, last.end))
+      assert.equal(s.digests, aMembers.slice(s.first, s.first + s.count).map((m) => memberDigest(A, m.keyStart, m.end)).join("\n"))
     }
   })
 
@@ -563,6 +566,98 @@ describe('spans: runs of known members hashed as one', () => {
         before = new Map(got.members.map((m) => [m.key, B.subarray(m.keyStart, m.end)]))
       }
     }), { numRuns: 25 })
+  })
+})
+
+describe('a body as it arrives (complete: false, then grow())', () => {
+  type Options = { previous?: Known; sorted?: boolean; stopAt?: string }
+  /** Scans b given its bytes up to each cut in turn, as they arrive; the scan, and how often it stopped short. */
+  function arriving(b: Buffer, at: number, cuts: number[], options: Options): { scan: MemberScan; shorts: number } {
+    const ends = [...new Set(cuts.filter((c) => c > at && c < b.length))].sort((x, y) => x - y).concat(b.length)
+    let k = 0
+    const scan = new MemberScan(b.subarray(0, ends[0]), at, { ...options, complete: ends.length === 1 })
+    let shorts = 0
+    for (scan.step(); scan.short; scan.step()) {
+      shorts++
+      k++
+      scan.grow(b.subarray(0, ends[k]), k === ends.length - 1)
+    }
+    return { scan, shorts }
+  }
+  const wholeScan = (b: Buffer, at: number, options: Options) => {
+    const scan = new MemberScan(b, at, options)
+    scan.step()
+    return scan
+  }
+  // Three spans and more; B changes some, drops some and adds one, in key order as Go writes the map.
+  const objects = Array.from({ length: 150 }, (_, i) => deployment(i))
+  const A = buf(goJson(targetSyncRequest(objects)))
+  const aAt = deploymentMap(A)
+  const aKnown = knownMembers(A, wholeScan(A, aAt, { sorted: true }).members)
+  const bObjects = objects.filter((_, i) => i % 41 !== 7).map((d, i) => (i % 53 === 5 ? deployment(i, { image: 'registry.example.com/other:2' }) : d))
+  bObjects.push(deployment(900, { name: 'web-00100b' }))
+  const B = buf(goJson(targetSyncRequest(bObjects)))
+  const bAt = deploymentMap(B)
+
+  test('cut anywhere: the same members, digests, spans and end as the whole body at once, with or without the previous members', () => {
+    fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: B.length }), { maxLength: 60 }), fc.boolean(), fc.boolean(), (cuts, withPrevious, sorted) => {
+      const options = { ...(withPrevious ? { previous: aKnown } : {}), sorted }
+      const whole = wholeScan(B, bAt, options)
+      assert.ok(whole.result)
+      const { scan } = arriving(B, bAt, cuts, options)
+      assert.deepEqual(scan.members, whole.members)
+      assert.deepEqual(scan.result, whole.result)
+    }), { numRuns: 60 })
+  })
+
+  test('one byte at a time: short until the bytes come, never refused, and the same as at once', () => {
+    const small = buf('{"a":1,"bb":"x,}","c":[{"d":"]"}],"e":true}')
+    const prev = knownMembers(small, objectMembers(small, 0)?.members ?? [])
+    for (const options of [{}, { previous: prev }, { sorted: true }, { previous: prev, sorted: true }]) {
+      const { scan, shorts } = arriving(small, 0, Array.from({ length: small.length }, (_, i) => i), options)
+      assert.deepEqual(scan.result, wholeScan(small, 0, options).result)
+      assert.ok(shorts > 0)
+    }
+  })
+
+  test('a body that ended early is refused once it is complete, not left short', () => {
+    const cut = B.subarray(0, bAt + 5000)
+    const scan = new MemberScan(cut, bAt, { previous: aKnown, sorted: true, complete: false })
+    scan.step()
+    assert.equal(scan.short, true)
+    assert.equal(scan.result, null)
+    scan.grow(cut, true)
+    assert.equal(scan.step(), false)
+    assert.equal(scan.short, false)
+    assert.equal(scan.result, null)
+  })
+
+  test('a paused member resumed before the bytes after its value came: the next step reads them', () => {
+    const b = buf('{"a":1,"r":{"x":2} , "z":3}')
+    const valueEnd = b.indexOf('}') + 1
+    const scan = new MemberScan(b.subarray(0, valueEnd), 0, { stopAt: 'r', complete: false })
+    assert.equal(scan.step(), true)
+    assert.equal(scan.paused?.key, 'r')
+    scan.resume(valueEnd)
+    assert.equal(scan.result, null)
+    assert.equal(scan.step(), false)
+    assert.equal(scan.short, true)
+    scan.grow(b, true)
+    assert.equal(scan.step(), false)
+    assert.deepEqual(scan.result, objectMembers(b, 0))
+  })
+
+  test('sorted: a key that does not rise is refused, a duplicate with it, without a set of every key', () => {
+    assert.ok(wholeScan(buf('{"a":1,"b":2,"c":3}'), 0, { sorted: true }).result)
+    assert.equal(wholeScan(buf('{"a":1,"c":2,"b":3}'), 0, { sorted: true }).result, null)
+    assert.equal(wholeScan(buf('{"a":1,"b":2,"b":3}'), 0, { sorted: true }).result, null)
+    // A span of a previous body taken whole, then a key that falls back into it.
+    const a = buf('{"a":1,"b":2,"c":3}')
+    const prev = knownMembers(a, objectMembers(a, 0)?.members ?? [])
+    assert.ok(wholeScan(a, 0, { previous: prev, sorted: true }).result)
+    assert.equal(wholeScan(buf('{"a":1,"b":2,"c":3,"b":4}'), 0, { previous: prev, sorted: true }).result, null)
+    // Without sorted, order is the body's own business.
+    assert.ok(wholeScan(buf('{"a":1,"c":2,"b":3}'), 0, {}).result)
   })
 })
 

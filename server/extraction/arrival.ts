@@ -1,0 +1,89 @@
+// A request body as it arrives, so that an incremental target sync reads the body's structure in
+// the time its bytes take to come (server/extraction/incremental.ts) instead of after them.
+
+/** What the buffer of a body of undeclared length starts at; it doubles as the body comes. */
+const FIRST_CAPACITY = 1024 * 1024
+
+/** A body's bytes so far in one buffer (offsets never move), and a way to wait for more. */
+export class Arrival {
+  private buffer: Buffer
+  private filled = 0
+  private wake: { at: number; resolve: () => void }[] = []
+  state: 'arriving' | 'complete' | 'failed' = 'arriving'
+
+  /**
+   * expected: the declared length (Content-Length), within the route's body limit. Its buffer is
+   * taken at once: unwritten pages are not resident, so a sender that declares a large body and
+   * stops costs what it sent, and a body that comes is copied once (doubling copied it twice).
+   */
+  constructor(expected?: number) {
+    this.buffer = Buffer.allocUnsafe(expected ?? FIRST_CAPACITY)
+  }
+
+  /** A body that has all come. */
+  static of(body: Buffer): Arrival {
+    const arrival = new Arrival(0)
+    arrival.buffer = body
+    arrival.filled = body.length
+    arrival.state = 'complete'
+    return arrival
+  }
+
+  /** The bytes that have come: a view, valid until the next push (the buffer may grow). */
+  get bytes(): Buffer {
+    return this.buffer.subarray(0, this.filled)
+  }
+
+  get length(): number {
+    return this.filled
+  }
+
+  push(chunk: Buffer): void {
+    const needed = this.filled + chunk.length
+    if (needed > this.buffer.length) {
+      // Past the declared length the parser refuses the body; undeclared, the buffer doubles.
+      const grown = Buffer.allocUnsafe(Math.max(needed, this.buffer.length * 2))
+      this.buffer.copy(grown, 0, 0, this.filled)
+      this.buffer = grown
+    }
+    chunk.copy(this.buffer, this.filled)
+    this.filled = needed
+    this.wakeUp()
+  }
+
+  end(): void {
+    this.settle('complete')
+  }
+
+  fail(): void {
+    this.settle('failed')
+  }
+
+  /** Resolves when at least bytes more have come (any, by default), or the body ended or failed. */
+  more(bytes = 1): Promise<void> {
+    if (this.state !== 'arriving') return Promise.resolve()
+    return new Promise((resolve) => this.wake.push({ at: this.filled + bytes, resolve }))
+  }
+
+  /** Whether the body came whole, once it has ended or failed. */
+  async ended(): Promise<boolean> {
+    while (this.state === 'arriving') await this.more()
+    return this.state === 'complete'
+  }
+
+  private settle(state: 'complete' | 'failed'): void {
+    if (this.state !== 'arriving') return
+    this.state = state
+    this.wakeUp()
+  }
+
+  private wakeUp(): void {
+    const ended = this.state !== 'arriving'
+    const wake = this.wake
+    this.wake = []
+    for (const w of wake) {
+      if (ended || this.filled >= w.at) w.resolve()
+      else this.wake.push(w)
+    }
+  }
+}
