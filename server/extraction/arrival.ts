@@ -42,7 +42,7 @@ export class Arrival {
     const needed = this.filled + chunk.length
     if (needed > this.buffer.length) {
       // Past the declared length the parser refuses the body; undeclared, the buffer doubles.
-      const grown = Buffer.allocUnsafe(Math.max(needed, this.buffer.length * 2))
+      const grown = Buffer.allocUnsafe(Math.max(needed, this.buffer.length * 2, FIRST_CAPACITY))
       this.buffer.copy(grown, 0, 0, this.filled)
       this.buffer = grown
     }

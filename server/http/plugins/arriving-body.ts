@@ -16,7 +16,13 @@ export function arrivingBody(started: (request: FastifyRequest, arrival: Arrival
     const declared = Number(request.headers['content-length'])
     const expected = Number.isNaN(declared) ? undefined : declared
     if (expected !== undefined && expected > limit) return done(new FST_ERR_CTP_BODY_TOO_LARGE())
-    const arrival = new Arrival(expected)
+    // A declared length the process cannot reserve (a strict overcommit policy) is read as one undeclared.
+    let arrival: Arrival
+    try {
+      arrival = new Arrival(expected)
+    } catch {
+      arrival = new Arrival()
+    }
     started(request, arrival)
     const stop = (err: Error) => {
       payload.removeListener('data', onData)
