@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import type { KubeObject } from '../../api/types.js'
-import { post, readResponse, startHooksServer, type HooksServer, type RawResponse } from '../support/hooks-server.js'
+import { keptAndPlain, post, readResponse, startHooksServer, type RawResponse } from '../support/hooks-server.js'
 import { deployment, goJson, targetSyncRequest } from '../support/metacontroller.js'
 
 // Issue 28: a target sync's body is read as it arrives (server/http/plugins/arriving-body.ts),
@@ -36,34 +36,24 @@ function trickle(url: string, body: Buffer, pieces: number, declared = true): Pr
 }
 
 describe('a target sync body as it arrives', () => {
-  let kept: HooksServer
-  let plain: HooksServer
-  before(async () => {
-    // Repeated bodies must reach the scan, not the unchanged-answer path.
-    kept = await startHooksServer({ KOLLECT_UNCHANGED_SYNCS: '0' })
-    plain = await startHooksServer({ KOLLECT_UNCHANGED_SYNCS: '0', KOLLECT_OBJECT_CACHE_BYTES: '0' })
-  })
-  after(async () => {
-    await kept?.close()
-    await plain?.close()
-  })
+  const servers = keptAndPlain(startHooksServer)
 
   test('in pieces with pauses, declared or chunked: the answer the whole body gets at once, and the resync reads only what changed', async () => {
     const objects = Array.from({ length: 300 }, (_, i) => deployment(i))
     const first = Buffer.from(goJson(targetSyncRequest(objects)))
-    const atOnce = await post(plain.url + SYNC, first)
+    const atOnce = await post(servers.plain.url + SYNC, first)
     assert.equal(atOnce.status, 200, atOnce.text)
-    assert.deepEqual((await trickle(kept.url, first, 9)).json(), atOnce.json())
+    assert.deepEqual((await trickle(servers.kept.url, first, 9)).json(), atOnce.json())
 
     ;(objects[150] as KubeObject & { spec: { replicas: number } }).spec.replicas = 7
     const resync = Buffer.from(goJson(targetSyncRequest(objects)))
-    const expected = (await post(plain.url + SYNC, resync)).json()
+    const expected = (await post(servers.plain.url + SYNC, resync)).json()
     for (const declared of [true, false]) {
-      const before = (await kept.metrics.syncObjects.get()).values.find((v) => v.labels.result === 'extracted')?.value ?? 0
-      const res = await trickle(kept.url, resync, 23, declared)
+      const before = (await servers.kept.metrics.syncObjects.get()).values.find((v) => v.labels.result === 'extracted')?.value ?? 0
+      const res = await trickle(servers.kept.url, resync, 23, declared)
       assert.equal(res.status, 200, res.text)
       assert.deepEqual(res.json(), expected)
-      const extracted = ((await kept.metrics.syncObjects.get()).values.find((v) => v.labels.result === 'extracted')?.value ?? 0) - before
+      const extracted = ((await servers.kept.metrics.syncObjects.get()).values.find((v) => v.labels.result === 'extracted')?.value ?? 0) - before
       // Declared: the changed object alone; chunked, the same body again: none.
       assert.equal(extracted, declared ? 1 : 0)
     }
@@ -86,7 +76,7 @@ describe('a target sync body as it arrives', () => {
 
   test('a body cut short (the sender goes away): nothing is owed, nothing waits on it, and the next sync is answered', async () => {
     const body = Buffer.from(goJson(targetSyncRequest(Array.from({ length: 200 }, (_, i) => deployment(i)))))
-    const { hostname, port } = new URL(kept.url)
+    const { hostname, port } = new URL(servers.kept.url)
     await new Promise<void>((resolve) => {
       const req = httpRequest({ host: hostname, port, method: 'POST', path: SYNC, agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': String(body.length) } })
       req.on('error', () => resolve())
@@ -95,7 +85,7 @@ describe('a target sync body as it arrives', () => {
         resolve()
       }, 50))
     })
-    const next = await post(kept.url + SYNC, body)
+    const next = await post(servers.kept.url + SYNC, body)
     assert.equal(next.status, 200, next.text)
     assert.equal((next.json() as { status: { extractedCount: number } }).status.extractedCount, 200)
   })

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { compareItems } from '../../api/canonical.js'
 import type { KubeObject, TargetReport, TargetStatus } from '../../api/types.js'
-import { post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
+import { keptAndPlain, post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
 import { TYPES, controllerFor, deployment, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 
 // Issue 28: a resync extracts only the objects whose bytes changed since the target's last sync,
@@ -71,32 +71,22 @@ const bump = (o: KubeObject, rv: string, replicas?: number) => {
 }
 
 describe('incremental target syncs', () => {
-  let kept: Recording
-  let plain: Recording
-  before(async () => {
-    // Repeated bodies must reach extraction here, not the unchanged-answer path.
-    kept = await recording({ KOLLECT_UNCHANGED_SYNCS: '0' })
-    plain = await recording({ KOLLECT_UNCHANGED_SYNCS: '0', KOLLECT_OBJECT_CACHE_BYTES: '0' })
-  })
-  after(async () => {
-    await kept?.close()
-    await plain?.close()
-  })
+  const servers = keptAndPlain(recording)
 
   /** Sends the body to both servers; their answers and reports must be the same. Returns the objects the kept one reused and extracted. */
   async function both(body: Record<string, unknown>): Promise<{ sent: Sent; reused: number; extracted: number }> {
     const text = goJson(body)
-    const start = await objectsCounted(kept)
-    const [a, b] = [await send(kept, text), await send(plain, text)]
+    const start = await objectsCounted(servers.kept)
+    const [a, b] = [await send(servers.kept, text), await send(servers.plain, text)]
     assert.deepEqual(a.answer, b.answer, 'the same answer with and without kept records')
     assert.deepEqual(a.report, b.report, 'the same report with and without kept records')
-    const end = await objectsCounted(kept)
+    const end = await objectsCounted(servers.kept)
     return { sent: a, reused: end.reused - start.reused, extracted: end.extracted - start.extracted }
   }
 
   test('a resync extracts only what changed, was added or is new, and answers as extracting everything', async () => {
     const objects = Array.from({ length: 8 }, (_, i) => deployment(i))
-    const changesBefore = kept.changes
+    const changesBefore = servers.kept.changes
     const first = await both(targetSyncRequest(objects))
     assert.deepEqual([first.reused, first.extracted], [0, 8])
     assert.equal(first.sent.answer.status.extractedCount, 8)
@@ -118,7 +108,7 @@ describe('incremental target syncs', () => {
     assert.deepEqual([churn.reused, churn.extracted], [7, 1])
     assert.deepEqual(churn.sent.report?.items.map((i) => i.name).includes('web-00005'), false)
     assert.equal(churn.sent.answer.status.extractedCount, 8)
-    assert.equal(kept.changes - changesBefore, 3, 'each resync sent the exporter only what changed')
+    assert.equal(servers.kept.changes - changesBefore, 3, 'each resync sent the exporter only what changed')
   })
 
   test('an exporter that no longer holds the report the changes apply to gets the whole report', async () => {
@@ -127,14 +117,14 @@ describe('incremental target syncs', () => {
     const objects = Array.from({ length: 4 }, (_, i) => deployment(i))
     await both(targetSyncRequest(objects, { target }))
     // As after an exporter restart: it holds nothing of the target.
-    await kept.exporter.removeTarget({ namespace: 'team-a', name: 'forgotten' })
-    const changes = kept.changes
+    await servers.kept.exporter.removeTarget({ namespace: 'team-a', name: 'forgotten' })
+    const changes = servers.kept.changes
     bump(objects[1] as KubeObject, '900200', 9)
     const resent = await both(targetSyncRequest(objects, { target }))
     assert.deepEqual([resent.reused, resent.extracted], [3, 1])
-    assert.equal(kept.changes, changes, 'the report of changes was refused (BaseMismatch)')
+    assert.equal(servers.kept.changes, changes, 'the report of changes was refused (BaseMismatch)')
     const held = { target: { namespace: 'team-a', name: 'forgotten' }, uid: 'uid-forgotten', generation: 1, checksum: resent.sent.answer.status.checksum ?? '' }
-    assert.equal(await kept.exporter.holdsReport(held), true, 'the whole report followed')
+    assert.equal(await servers.kept.exporter.holdsReport(held), true, 'the whole report followed')
   })
 
   test('an object whose resourceVersion stays but whose bytes change is extracted again', async () => {
@@ -199,7 +189,7 @@ describe('incremental target syncs', () => {
     assert.deepEqual([byScope.reused, byScope.extracted], [0, 5])
 
     // Namespace labels: Metacontroller applies the namespaceSelector, so a namespace that loses the
-    // label takes its objects out of the related set: they leave the items, the rest are kept.
+    // label takes its objects out of the related set: they leave the items, the rest are servers.kept.
     const bySelector = structuredClone(target) as KubeObject & { spec: Record<string, unknown> }
     bySelector.spec['namespaceSelector'] = { matchLabels: { stage: 'prod' } }
     const mixed = [...objects, deployment(9, { namespace: 'team-a-canary' })]
@@ -226,7 +216,7 @@ describe('incremental target syncs', () => {
     assert.deepEqual((await both(targetSyncRequest(objects, { target }))).reused, 0)
     const quiet = await both(targetSyncRequest(objects, { target }))
     assert.deepEqual([quiet.reused, quiet.extracted], [0, 5], 'the records kept are those of the sync before')
-    // The objects came again as the last body had them: they settled, and these records are kept.
+    // The objects came again as the last body had them: they settled, and these records are servers.kept.
     bump(objects[3] as KubeObject, '900300', 9)
     const settled = await both(targetSyncRequest(objects, { target }))
     assert.deepEqual([settled.reused, settled.extracted], [4, 1])
