@@ -100,7 +100,7 @@ interface KnownSpan {
   count: number
   length: number
   digest: string
-  /** Its members' digests, joined by newlines: what a body key takes for them (MemberDigests). */
+  /** Its members' digests, joined by newlines: what a body key takes for them (memberDigests). */
   digests: string
 }
 

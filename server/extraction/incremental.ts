@@ -180,7 +180,7 @@ export class IncrementalSyncs {
       return true
     }
     const complete = () => arrival.state === 'complete'
-    // A body whose first bytes are space past this is not one Metacontroller wrote.
+    // The scan starts at the body's first byte that is not white space.
     while (arrival.state === 'arriving' && skipSpace(arrival.bytes, 0) >= arrival.length) await arrival.more()
     const start = skipSpace(arrival.bytes, 0)
     const top = new MemberScan(arrival.bytes, start, { stopAt: 'related', complete: complete() })
