@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { describe, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import type { KubeObject } from '../../api/types.js'
 import { keptAndPlain, post, readResponse, startHooksServer, type RawResponse } from '../support/hooks-server.js'
 import { deployment, goJson, targetSyncRequest } from '../support/metacontroller.js'
@@ -37,6 +37,8 @@ function trickle(url: string, body: Buffer, pieces: number, declared = true): Pr
 
 describe('a target sync body as it arrives', () => {
   const servers = keptAndPlain(startHooksServer)
+  before(servers.start)
+  after(servers.close)
 
   test('in pieces with pauses, declared or chunked: the answer the whole body gets at once, and the resync reads only what changed', async () => {
     const objects = Array.from({ length: 300 }, (_, i) => deployment(i))

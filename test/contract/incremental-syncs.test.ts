@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import { compareItems } from '../../api/canonical.js'
 import type { KubeObject, TargetReport, TargetStatus } from '../../api/types.js'
 import { keptAndPlain, post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
@@ -72,6 +72,8 @@ const bump = (o: KubeObject, rv: string, replicas?: number) => {
 
 describe('incremental target syncs', () => {
   const servers = keptAndPlain(recording)
+  before(servers.start)
+  after(servers.close)
 
   /** Sends the body to both servers; their answers and reports must be the same. Returns the objects the kept one reused and extracted. */
   async function both(body: Record<string, unknown>): Promise<{ sent: Sent; reused: number; extracted: number }> {

@@ -1,6 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
-import { after, before } from 'node:test'
 import os from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
@@ -135,20 +134,22 @@ export async function get(url: string): Promise<RawResponse> {
 }
 
 /**
- * Two servers for the same syncs, started before the suite's tests and closed after them: one
- * keeps object records for incremental syncs, the other does not (KOLLECT_OBJECT_CACHE_BYTES=0).
- * Neither reuses unchanged answers, so a repeated body reaches the incremental path.
+ * Two servers for the same syncs: one keeps object records for incremental syncs, the other does
+ * not (KOLLECT_OBJECT_CACHE_BYTES=0). Neither reuses unchanged answers, so a repeated body reaches
+ * the incremental path. A suite runs start() before its tests and close() after them.
  */
-export function keptAndPlain<S extends { close(): Promise<void> }>(start: (env: Record<string, string>) => Promise<S>): { kept: S; plain: S } {
-  const servers = {} as { kept: S; plain: S }
-  before(async () => {
-    servers.kept = await start({ KOLLECT_UNCHANGED_SYNCS: '0' })
-    servers.plain = await start({ KOLLECT_UNCHANGED_SYNCS: '0', KOLLECT_OBJECT_CACHE_BYTES: '0' })
-  })
-  after(async () => {
-    await servers.kept?.close()
-    await servers.plain?.close()
-  })
+export function keptAndPlain<S extends { close(): Promise<void> }>(
+  start: (env: Record<string, string>) => Promise<S>,
+): { kept: S; plain: S; start(): Promise<void>; close(): Promise<void> } {
+  const servers = {
+    start: async () => {
+      servers.kept = await start({ KOLLECT_UNCHANGED_SYNCS: '0' })
+      servers.plain = await start({ KOLLECT_UNCHANGED_SYNCS: '0', KOLLECT_OBJECT_CACHE_BYTES: '0' })
+    },
+    close: async () => {
+      await servers.kept?.close()
+      await servers.plain?.close()
+    },
+  } as { kept: S; plain: S; start(): Promise<void>; close(): Promise<void> }
   return servers
 }
-
