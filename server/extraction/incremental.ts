@@ -13,7 +13,7 @@ import { typeKey, type SyncResponse } from '../../hooks/request.js'
 import { extractedCondition } from '../../hooks/target.js'
 import { targetResponse } from '../../hooks/target-status.js'
 import { retally, TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
-import { knownMembers, memberDigest, memberDigests, MemberScan, onlySpaceAfter, skipSpace, type Known, type Member, type ScannedMember } from './body-scan.js'
+import { knownMembers, memberDigest, memberDigests, MemberScan, onlySpaceAfter, skipSpace, type Known, type ScannedMember } from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
 import { readJson } from '../protocol/json-depth.js'
@@ -369,7 +369,8 @@ export class IncrementalSyncs {
     const tally = new TargetTally<string>()
     const records = new Map<string, ObjectRecord<string>>()
     let bytes = 0
-    for (const m of inKeyOrder(plan.members)) {
+    // In key order: the objects' scan takes them only as their keys rise (MemberScan, sorted).
+    for (const m of plan.members) {
       const record = fresh.get(m.key) ?? (m.digest !== undefined ? plan.kept.get(m.key) : undefined)
       if (!record) return null
       tally.add(m.key, record)
@@ -436,9 +437,3 @@ function bodyKey(body: Buffer, members: readonly ScannedMember[], mapStart: numb
     .digest('base64')
 }
 
-function inKeyOrder<M extends Member>(members: M[]): M[] {
-  for (let i = 1; i < members.length; i++) {
-    if ((members[i - 1] as M).key > (members[i] as M).key) return [...members].sort((a, b) => (a.key < b.key ? -1 : 1))
-  }
-  return members
-}
