@@ -207,9 +207,10 @@ export class TargetStore {
     placed: Placed, previous: TargetState | undefined, target: ObjectRef, item: Item, sentHash: string | undefined, generation: number | null | undefined,
   ): void {
     const k = itemKey(item)
-    const old = held(placed, previous, k)?.item
+    const was = held(placed, previous, k)
+    const old = was?.item
     const hash = sentHash ?? itemHash(item)
-    const heldGeneration = held(placed, previous, k)?.generation
+    const heldGeneration = was?.generation
     touch(placed, k)
     if (old && isStaleItem(heldGeneration, generation)) {
       placed.stale.add(k)
@@ -231,12 +232,11 @@ export class TargetStore {
   /** An object whose extraction failed keeps its last good item instead of vanishing downstream. */
   private keepFailed(placed: Placed, previous: TargetState | undefined, failedKeys: readonly string[] | undefined): void {
     for (const failed of failedKeys ?? []) {
-      const old = held(placed, previous, failed)?.item
-      if (old && !placed.items.has(failed)) {
+      const was = held(placed, previous, failed)
+      if (was?.item && !placed.items.has(failed)) {
         touch(placed, failed)
-        placed.items.set(failed, old)
-        const generation = held(placed, previous, failed)?.generation
-        if (generation !== undefined) placed.generations.set(failed, generation)
+        placed.items.set(failed, was.item)
+        if (was.generation !== undefined) placed.generations.set(failed, was.generation)
       }
     }
   }
