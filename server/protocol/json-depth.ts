@@ -26,36 +26,89 @@ function startsWith(bytes: Uint8Array, at: number, word: Uint8Array): boolean {
   return true
 }
 
+/** Where a scan of a body that is still arriving stopped: scanJsonFrom() goes on from it. */
+export interface JsonScanState {
+  at: number
+  depth: number
+  inString: boolean
+  suspect: boolean
+  tooDeep: boolean
+}
+
+export const jsonScanStart = (): JsonScanState => ({ at: 0, depth: 0, inString: false, suspect: false, tooDeep: false })
+
+/** The longest look past a byte the scan takes: a quote and "constructor". */
+export const SCAN_LOOKAHEAD = 1 + CONSTRUCTOR.length
+
 /**
  * Bounds the nesting (text inside strings does not count; malformed JSON is left to the parser)
  * and, in the same pass, notes whether plain JSON.parse would give what secure-json-parse gives:
  * it does unless some key spells __proto__ or constructor, literally or with \u00XX escapes.
  */
 export function scanJson(bytes: Uint8Array, max: number): Scan {
-  let depth = 0
-  let suspect = false
-  const n = bytes.length
-  for (let i = 0; i < n; i++) {
+  const state = jsonScanStart()
+  scanJsonFrom(bytes, max, state, bytes.length)
+  return scanResult(state)
+}
+
+export const scanResult = (state: JsonScanState): Scan => state.tooDeep ? Scan.TooDeep : state.suspect ? Scan.Suspect : Scan.Plain
+
+/**
+ * scanJson over bytes from state.at up to end, and on from there when more has come: end at least
+ * SCAN_LOOKAHEAD short of the bytes that have come, so that what a byte looks past is there.
+ * Returns false once the nesting passed max.
+ */
+export function scanJsonFrom(bytes: Uint8Array, max: number, state: JsonScanState, end: number): boolean {
+  if (state.tooDeep) return false
+  let i = state.at
+  if (state.inString) {
+    i = stringEnd(bytes, i, end, state)
+    if (i >= end) {
+      state.at = i
+      return true
+    }
+    state.inString = false
+    i++
+  }
+  let depth = state.depth
+  for (; i < end; i++) {
     const b = bytes[i]
     if (b === QUOTE) {
       const first = bytes[i + 1]
-      if ((first === 0x5f && startsWith(bytes, i + 1, PROTO)) || (first === 0x63 && startsWith(bytes, i + 1, CONSTRUCTOR))) suspect = true
-      for (i++; i < n; i++) {
-        const c = bytes[i]
-        if (c === BACKSLASH) {
-          // \u005X, \u006X, \u007X: the escapes of _ and of every letter in either word.
-          const digit = bytes[i + 4] ?? 0
-          if (bytes[i + 1] === 0x75 && bytes[i + 2] === 0x30 && bytes[i + 3] === 0x30 && digit >= 0x35 && digit <= 0x37) suspect = true
-          i++
-        } else if (c === QUOTE) break
+      if ((first === 0x5f && startsWith(bytes, i + 1, PROTO)) || (first === 0x63 && startsWith(bytes, i + 1, CONSTRUCTOR))) state.suspect = true
+      i = stringEnd(bytes, i + 1, end, state)
+      // The string's end has not come: go on inside it next time.
+      if (i >= end) {
+        state.inString = true
+        break
       }
     } else if (b === 0x7b || b === 0x5b) {
-      if (++depth > max) return Scan.TooDeep
+      if (++depth > max) {
+        state.tooDeep = true
+        return false
+      }
     } else if (b === 0x7d || b === 0x5d) {
       depth--
     }
   }
-  return suspect ? Scan.Suspect : Scan.Plain
+  state.at = i
+  state.depth = depth
+  return true
+}
+
+/** The index of the quote that ends the string at i, or end (or past it) if that has not come. */
+function stringEnd(bytes: Uint8Array, i: number, end: number, state: JsonScanState): number {
+  for (; i < end; i++) {
+    const c = bytes[i]
+    if (c === BACKSLASH) {
+      // \u005X, \u006X, \u007X: the escapes of _ and of every letter in either word.
+      const digit = bytes[i + 4] ?? 0
+      if (bytes[i + 1] === 0x75 && bytes[i + 2] === 0x30 && bytes[i + 3] === 0x30 && digit >= 0x35 && digit <= 0x37) state.suspect = true
+      // The escaped byte is skipped, even when it is past end: the scan goes on after it.
+      i++
+    } else if (c === QUOTE) return i
+  }
+  return i
 }
 
 export type JsonRead = { ok: true; value: unknown } | { ok: false; code: 'KOLLECT_ERR_HOOK_TOO_DEEP' | 'KOLLECT_ERR_HOOK_BAD_JSON'; detail: string }
@@ -64,9 +117,10 @@ export type JsonRead = { ok: true; value: unknown } | { ok: false; code: 'KOLLEC
  * A request body as JSON: bounded nesting, and no __proto__ key nor constructor key with a
  * prototype (secure-json-parse). When the scan saw no text that could spell either key, plain
  * JSON.parse gives the same value without secure-json-parse's two regex passes over the text.
+ * scanned: what scanJson() gave for these bytes already (as they arrived), within maxDepth.
  */
-export function readJson(bytes: Buffer, maxDepth: number): JsonRead {
-  const scan = scanJson(bytes, maxDepth)
+export function readJson(bytes: Buffer, maxDepth: number, scanned?: Scan.Plain | Scan.Suspect): JsonRead {
+  const scan = scanned ?? scanJson(bytes, maxDepth)
   if (scan === Scan.TooDeep) return { ok: false, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', detail: String(maxDepth) }
   try {
     // Go escapes nothing past ASCII, but most bodies hold none: the ASCII decoder is about twice as fast as UTF-8's, and gives the same text then.

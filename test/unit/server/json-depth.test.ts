@@ -2,7 +2,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import sjson from 'secure-json-parse'
-import { readJson, Scan, scanJson } from '../../../server/protocol/json-depth.js'
+import { jsonScanStart, readJson, Scan, SCAN_LOOKAHEAD, scanJson, scanJsonFrom, scanResult } from '../../../server/protocol/json-depth.js'
 import { deployment, goJson, targetSyncRequest } from '../../support/metacontroller.js'
 
 // The child parses plain JSON.parse when one pass saw no text that could spell __proto__ or
@@ -34,6 +34,42 @@ describe('scanJson', () => {
     { reason: 'too deep wins over suspect', text: '[{"__proto__":[[]]}]', max: 3, want: Scan.TooDeep },
   ]
   for (const c of cases) test(c.reason, () => assert.equal(scanJson(Buffer.from(c.text), c.max ?? 512), c.want))
+
+  /** scanJsonFrom over bytes as they come, cut at cuts: only the bytes that have come are there to read. */
+  const inPieces = (bytes: Buffer, max: number, cuts: number[]): Scan => {
+    const state = jsonScanStart()
+    for (const cut of cuts) {
+      if (!scanJsonFrom(bytes.subarray(0, cut), max, state, cut - SCAN_LOOKAHEAD)) return Scan.TooDeep
+    }
+    scanJsonFrom(bytes, max, state, bytes.length)
+    return scanResult(state)
+  }
+
+  test('scanned as it arrives, cut anywhere, it gives what the whole body gives', () => {
+    for (const c of cases) {
+      const bytes = Buffer.from(c.text)
+      const max = c.max ?? 512
+      // Every cut of the short ones, one at a time and all together.
+      if (bytes.length < 2000) {
+        const every = Array.from({ length: bytes.length }, (_, i) => i + 1)
+        assert.equal(inPieces(bytes, max, every), c.want, `${c.reason}, a byte at a time`)
+        for (const cut of every) assert.equal(inPieces(bytes, max, [cut]), c.want, `${c.reason}, cut at ${cut}`)
+      }
+      for (const size of [7, 64, 1000, 65_536]) {
+        const cuts = Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) => Math.min(bytes.length, (i + 1) * size))
+        assert.equal(inPieces(bytes, max, cuts), c.want, `${c.reason}, ${size} bytes at a time`)
+      }
+    }
+  })
+
+  test('scanned as it arrives, any JSON cut anywhere gives what the whole gives', () => {
+    const text = fc.jsonValue({ maxDepth: 6 }).map((v) => JSON.stringify(v))
+    fc.assert(fc.property(text, fc.array(fc.nat(), { maxLength: 8 }), fc.integer({ min: 1, max: 6 }), (t, at, max) => {
+      const bytes = Buffer.from(t.replaceAll('a', '\\"_\\u0063').replaceAll('b', '__proto__'))
+      const cuts = [...new Set(at.map((n) => 1 + (n % bytes.length)))].sort((x, y) => x - y)
+      assert.equal(inPieces(bytes, max, cuts), scanJson(bytes, max))
+    }), { numRuns: 2000 })
+  })
 })
 
 describe('readJson', () => {
@@ -43,6 +79,15 @@ describe('readJson', () => {
 
   test('a body too deep is refused before parsing, with the bound', () => {
     assert.deepEqual(readJson(Buffer.from('[[[1]]]'), 2), { ok: false, code: 'KOLLECT_ERR_HOOK_TOO_DEEP', detail: '2' })
+  })
+
+  test('what a scan as the body arrived gave is taken as it is: suspect goes to secure-json-parse, plain to JSON.parse', () => {
+    const hostile = Buffer.from('{"a":{"__proto__":{"x":1}}}')
+    assert.equal(readJson(hostile, 8).ok, false)
+    assert.equal(readJson(hostile, 8, Scan.Suspect).ok, false)
+    // Given as plain, the body is not scanned again: JSON.parse takes the key as data.
+    const plain = readJson(hostile, 8, Scan.Plain)
+    assert.ok(plain.ok && Object.hasOwn((plain.value as { a: object }).a, '__proto__'))
   })
 
   // Keys from a set that includes the dangerous ones, with any character possibly \u-escaped.
