@@ -12,7 +12,7 @@ import { syncRequest, type SyncRequest } from '../../hooks/request.js'
 import { syncTarget, type RecordSink, type SyncPhases } from '../../hooks/target.js'
 import type { ObjectRecord, Tallied } from '../../hooks/target-tally.js'
 import { enableLinearRegExps } from '../process/regexp-engine.js'
-import { readJson } from '../protocol/json-depth.js'
+import { readJson, type Scan } from '../protocol/json-depth.js'
 import { syncValidator } from '../protocol/request-schemas.js'
 import { encodeFrame, FrameDecoder } from './frames.js'
 import { encodeRecords } from './records-wire.js'
@@ -21,7 +21,8 @@ import { encodeRecords } from './records-wire.js'
 export type ToChild =
   /** namespace: the one the sync queued under (null: the server could not tell). */
   /** records: answer with each object's record (records-wire.ts) along with the report. */
-  | { type: 'job'; id: number; limits: ExpressionLimits; namespace: string | null; records?: boolean }
+  /** scanned: what scanJson() gave for the body as the server received it (the child then does not scan it). */
+  | { type: 'job'; id: number; limits: ExpressionLimits; namespace: string | null; records?: boolean; scanned?: Scan.Plain | Scan.Suspect }
   | { type: 'plural'; id: number; plural: PluralResolution }
 
 /** The result as JSON text (done) follows as the payload; the others carry none. */
@@ -125,7 +126,7 @@ function main(): void {
       buffer: () => decoder.readTarget(scratch),
       callback: (n: number) => {
         for (const { header, payload } of decoder.pushRead(n)) {
-          if (header.type === 'job') onJob(header.id, header.limits, header.namespace, header.records === true, payload)
+          if (header.type === 'job') onJob(header, payload)
           else onPlural(header.id, header.plural)
         }
         return true
@@ -136,9 +137,11 @@ function main(): void {
     for (const part of encodeFrame(header, payload)) socket.write(part)
   }
 
-  const onJob = (id: number, limits: ExpressionLimits, queuedAs: string | null, records: boolean, body: Buffer) => {
+  const onJob = (job: Extract<ToChild, { type: 'job' }>, body: Buffer) => {
+    const { id, limits, namespace: queuedAs } = job
+    const records = job.records === true
     const start = performance.now()
-    const read = readJson(body, limits.maxJsonDepth)
+    const read = readJson(body, limits.maxJsonDepth, job.scanned)
     if (!read.ok) return void send({ type: 'bad', id, code: read.code, message: read.detail })
     const parsed = read.value
     const parsedAt = performance.now()

@@ -16,7 +16,7 @@ import { retally, TargetTally, type ItemRecord, type ObjectRecord, type Tallied 
 import { knownMembers, memberDigest, memberDigests, MemberScan, onlySpaceAfter, skipSpace, type Known, type ScannedMember } from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
-import { readJson } from '../protocol/json-depth.js'
+import { jsonScanStart, readJson, Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanResult } from '../protocol/json-depth.js'
 import { Arrival } from './arrival.js'
 import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
 
@@ -47,6 +47,8 @@ export interface SyncPlan {
   keep: boolean
   /** Whether the records this plan keeps follow records that helped (or none): see plan(). */
   useful: boolean
+  /** What scanJson() gave for the whole body, scanned as it arrived (a plan that extracts every object). */
+  scanned?: Scan.Plain | Scan.Suspect
   /** Reads up to max more objects; false once they are all read (or the map is malformed). */
   advance(max: number): boolean
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
@@ -133,7 +135,8 @@ export class IncrementalSyncs {
     const plan = await (planned ?? this.planning(Arrival.of(bytes)))
     const scanMs = performance.now() - scanning
     if (!plan) return { outcome: await run(bytes, job), scanMs, settle: NOTHING }
-    let outcome = await run(plan.body, { ...job, records: true })
+    const scanned = plan.body === plan.source && plan.scanned !== undefined ? { scanned: plan.scanned } : {}
+    let outcome = await run(plan.body, { ...job, records: true, ...scanned })
     if (outcome.kind !== 'done') {
       this.forget(plan)
       return { outcome, scanMs, settle: NOTHING }
@@ -234,11 +237,13 @@ export class IncrementalSyncs {
     const helps = entry !== undefined && objects.members.some((m) => m.digest !== undefined)
     if (helps) keyTaken?.()
     if (helps && !(await read(objects))) return null
+    // Every object is extracted: the child's scan of the body (nesting, __proto__ keys) is done here, while the rest comes.
+    const scanned = helps ? undefined : await this.bounds(arrival)
     if (!(await arrival.ended())) return null
     const body = arrival.bytes
     const whole: SyncPlan = {
       target, namespace: meta.namespace, source: body, body, reduced: false, keep: true, useful: true, extracting: 0, members: objects.members, kept: NONE,
-      ...(entry ? { previous: entry } : {}),
+      ...(entry ? { previous: entry } : {}), ...(scanned === undefined ? {} : { scanned }),
       advance: (max) => {
         objects.grow(body, true)
         return objects.step(max)
@@ -273,6 +278,21 @@ export class IncrementalSyncs {
     })
     parts.push(body.subarray(objects.end - 1))
     return { ...whole, body: Buffer.concat(parts), reduced: true, extracting: changed.length, kept: entry.records, base: entry.checksum, digest }
+  }
+
+  /**
+   * scanJson() of a body as it arrives, READ_AHEAD at a time: a child would scan it after its last
+   * byte. Undefined when it is too deep (the child scans it again and refuses it) or did not come whole.
+   */
+  private async bounds(arrival: Arrival): Promise<Scan.Plain | Scan.Suspect | undefined> {
+    const state = jsonScanStart()
+    const max = this.limits.maxJsonDepth
+    for (; arrival.state === 'arriving'; await arrival.more(READ_AHEAD)) {
+      if (!scanJsonFrom(arrival.bytes, max, state, arrival.length - SCAN_LOOKAHEAD)) return undefined
+    }
+    if (arrival.state !== 'complete' || !scanJsonFrom(arrival.bytes, max, state, arrival.length)) return undefined
+    const scan = scanResult(state)
+    return scan === Scan.TooDeep ? undefined : scan
   }
 
   /** A reduced plan's child answer, with the kept records added in: the answer for the whole body. */

@@ -3,6 +3,7 @@ import type { KubeObject } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { TargetSyncResult } from '../../hooks/target.js'
 import type { PluralResolver } from '../cluster/discovery.js'
+import type { Scan } from '../protocol/json-depth.js'
 import type { ChildPhases, ReportSummary } from './child.js'
 
 export interface PoolOptions {
@@ -26,6 +27,8 @@ export interface JobInfo {
   namespace: string | null
   /** Ask for each object's record (server/extraction/incremental.ts). */
   records?: boolean
+  /** What scanJson() gave for the body, scanned as it arrived: the child does not scan it again. */
+  scanned?: Scan.Plain | Scan.Suspect
 }
 
 export type StopReason = 'EvaluationTimeout' | 'ResourceLimit'

@@ -3,6 +3,7 @@ import type { KubeObject, KollectTargetSpec } from '../../api/types.js'
 import type { TargetSyncResult } from '../../hooks/target.js'
 import type { FromChild } from './child.js'
 import type { ChildResult, JobInfo, PoolOptions, PoolOutcome, StopReason } from './outcome.js'
+import type { Scan } from '../protocol/json-depth.js'
 import { FairQueue } from './queue.js'
 import { assignRole, sendToSlot, spawnSlot, stopSlot, type Slot as ChildSlot } from './slot.js'
 
@@ -23,6 +24,7 @@ interface Job {
   probation?: boolean
   body: Buffer | null
   records: boolean
+  scanned?: Scan.Plain | Scan.Suspect
   parent: KubeObject | null
   resolve(outcome: PoolOutcome): void
   timer?: NodeJS.Timeout
@@ -85,6 +87,7 @@ export class ExtractPool {
     return new Promise((resolve) => {
       const job: Job = {
         id: this.nextId++, namespace: info.namespace ?? UNKNOWN, arrival: info.arrival, body, records: info.records === true, parent: null, resolve,
+        ...(info.scanned === undefined ? {} : { scanned: info.scanned }),
       }
       this.queue.push(job)
       const refuseAt = job.arrival + this.options.timeoutMs * (1 - MIN_BUDGET_SHARE)
@@ -149,8 +152,8 @@ export class ExtractPool {
     const body = job.body as Buffer
     job.body = null
     // The child refuses a body whose parsed namespace is not the one it queued under.
-    const records = job.records ? { records: true } : {}
-    sendToSlot(slot, { type: 'job', id: job.id, limits: this.options.limits, namespace: job.namespace || null, ...records }, body)
+    const asked = { ...(job.records ? { records: true } : {}), ...(job.scanned === undefined ? {} : { scanned: job.scanned }) }
+    sendToSlot(slot, { type: 'job', id: job.id, limits: this.options.limits, namespace: job.namespace || null, ...asked }, body)
   }
 
   /** A queued sync whose budget is mostly gone: better a 429 now than an answer too late. */

@@ -61,6 +61,33 @@ describe('a target sync body as it arrives', () => {
     }
   })
 
+  test('a first sync scanned for its nesting and keys as it arrives: past the bound or with a __proto__ key, refused as when it comes at once', async () => {
+    // Objects past the first MiB carry the hostile parts, so the scan reaches them only after it stopped and went on.
+    const bodyWith = (annotation: string): Buffer => {
+      const objects = Array.from({ length: 1000 }, (_, i) => deployment(i, { managedFields: true }))
+      ;(objects[900]?.metadata as Record<string, unknown>)['annotations'] = { marked: 'HERE' }
+      const body = Buffer.from(goJson(targetSyncRequest(objects)).replace('{"marked":"HERE"}', annotation))
+      assert.ok(body.indexOf(annotation) > 1024 * 1024)
+      return body
+    }
+    const limit = 512
+    const nested = (depth: number) => `{"deep":${'['.repeat(depth)}${']'.repeat(depth)}}`
+    const cases: [string, Buffer, number][] = [
+      ['at the nesting bound', bodyWith(nested(limit - 6)), 200],
+      ['one level past it', bodyWith(nested(limit - 5)), 400],
+      ['a __proto__ key', bodyWith('{"__proto__":{"polluted":"yes"}}'), 400],
+      ['a constructor key spelled with an escape', bodyWith('{"c\\u006fnstructor":{"prototype":{}}}'), 400],
+      ['the words in a value, and escaped quotes and brackets', bodyWith('{"a":"x__proto__ \\" [[[[ {{{{ \\\\"}'), 200],
+    ]
+    for (const [what, body, status] of cases) {
+      const atOnce = await post(servers.plain.url + SYNC, body)
+      assert.equal(atOnce.status, status, `${what}: ${atOnce.text.slice(0, 300)}`)
+      const res = await trickle(servers.kept.url, body, 40)
+      assert.equal(res.status, status, `${what}: ${res.text.slice(0, 300)}`)
+      assert.deepEqual(res.json(), atOnce.json(), what)
+    }
+  })
+
   test('chunked past the body limit: 413 with the limit, and the server answers the next sync', async () => {
     const small = await startHooksServer({ KOLLECT_HOOK_BODY_LIMIT: String(64 * 1024) })
     try {
