@@ -12,14 +12,18 @@ export interface Frame<H> {
 const EMPTY = Buffer.alloc(0)
 const PREFIX = 8
 
-/** The bytes of one frame, as two buffers so that the payload is written without a copy. */
-export function encodeFrame(header: object, payload: Uint8Array = EMPTY): [Buffer, Uint8Array] {
+/**
+ * The bytes of one frame: its head, then the payload's buffers as they are, so that the payload
+ * is written without a copy (a payload in parts lands in one buffer on the other side).
+ */
+export function encodeFrame(header: object, payload: Uint8Array | readonly Uint8Array[] = EMPTY): Uint8Array[] {
+  const parts = Array.isArray(payload) ? payload as readonly Uint8Array[] : [payload as Uint8Array]
   const json = Buffer.from(JSON.stringify(header))
   const head = Buffer.allocUnsafe(PREFIX + json.length)
   head.writeUInt32LE(json.length, 0)
-  head.writeUInt32LE(payload.length, 4)
+  head.writeUInt32LE(parts.reduce((n, p) => n + p.length, 0), 4)
   json.copy(head, PREFIX)
-  return [head, payload]
+  return [head, ...parts]
 }
 
 /** Reassembles frames from the chunks a socket delivers, in order. */

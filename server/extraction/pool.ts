@@ -22,7 +22,7 @@ interface Job {
   arrival: number
   started?: number
   probation?: boolean
-  body: Buffer | null
+  body: Buffer | readonly Buffer[] | null
   records: boolean
   scanned?: Scan.Plain | Scan.Suspect
   parent: KubeObject | null
@@ -82,8 +82,13 @@ export class ExtractPool {
     return [...this.slots, ...(this.standby ? [this.standby] : [])].map((s) => s.child.pid ?? 0)
   }
 
-  /** The body goes to a child as it is; the caller must not reuse it. */
-  run(body: Buffer, info: JobInfo): Promise<PoolOutcome> {
+  /** Shared children that would start a sync at once (none while one waits). */
+  idleShared(): number {
+    return this.queue.empty ? this.slots.filter((s) => !s.reserve && !s.job && s.ready).length : 0
+  }
+
+  /** The body (or its parts, in order) goes to a child as it is; the caller must not reuse it. */
+  run(body: Buffer | readonly Buffer[], info: JobInfo): Promise<PoolOutcome> {
     return new Promise((resolve) => {
       const job: Job = {
         id: this.nextId++, namespace: info.namespace ?? UNKNOWN, arrival: info.arrival, body, records: info.records === true, parent: null, resolve,
@@ -149,7 +154,7 @@ export class ExtractPool {
     job.timer = setTimeout(() => {
       this.abort(slot, 'EvaluationTimeout', `extraction did not finish within ${this.options.timeoutMs} ms; simplify the profile or split the target`)
     }, Math.max(0, job.arrival + this.options.timeoutMs - performance.now()))
-    const body = job.body as Buffer
+    const body = job.body as Buffer | readonly Buffer[]
     job.body = null
     // The child refuses a body whose parsed namespace is not the one it queued under.
     const asked = { ...(job.records ? { records: true } : {}), ...(job.scanned === undefined ? {} : { scanned: job.scanned }) }

@@ -60,7 +60,7 @@ export function assignRole<J>(slot: Slot<J>, reserve: boolean): Slot<J> {
   return slot
 }
 
-export function sendToSlot<J>(slot: Slot<J>, header: ToChild, payload?: Uint8Array): void {
+export function sendToSlot<J>(slot: Slot<J>, header: ToChild, payload?: Uint8Array | readonly Uint8Array[]): void {
   for (const part of encodeFrame(header, payload)) slot.pipe.write(part)
 }
 

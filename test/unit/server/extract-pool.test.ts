@@ -77,3 +77,31 @@ test('shared children run at a lower CPU priority than the reserve and the stand
     await pool.close()
   }
 })
+
+test('idle shared children: what would start a sync at once, none while a sync waits; a body in parts is one body', async () => {
+  const pool = new ExtractPool({ size: 2, reserve: 1, timeoutMs: 2000, memoryMb: 256, limits: DEFAULT_LIMITS, resolvePlural: async () => ({ plural: 'deployments', source: 'spec' }) })
+  try {
+    assert.ok(await pool.ready(30_000))
+    assert.equal(pool.idleShared(), 2, 'the reserve child does not count')
+    const run = (namespace: string, body: string | Buffer[]) => pool.run(typeof body === 'string' ? Buffer.from(body) : body, { arrival: performance.now(), namespace })
+    const long = run('team-a', longSync('team-a'))
+    assert.equal(pool.idleShared(), 1)
+    const other = run('team-b', longSync('team-b'))
+    assert.equal(pool.idleShared(), 0)
+    // Both shared children busy: a third sync waits, and nothing is idle while it does (the reserve takes only short namespaces).
+    const waiting = run('team-a', longSync('team-a'))
+    assert.equal(pool.idleShared(), 0)
+    assert.deepEqual([kind(await long), kind(await other)], ['aborted EvaluationTimeout', 'aborted EvaluationTimeout'])
+    await waiting
+    assert.ok(await pool.ready(30_000))
+    // The parts of a body, written one after another, reach the child as one body.
+    const body = Buffer.from(ordinarySync('team-c', 3))
+    const whole = await run('team-c', body.toString())
+    const parts = await run('team-c', [body.subarray(0, 10), body.subarray(10, 5000), body.subarray(5000)])
+    assert.equal(kind(parts), 'done')
+    assert.equal(kind(whole), 'done')
+    if (parts.kind === 'done' && whole.kind === 'done') assert.deepEqual(parts.result.response, whole.result.response)
+  } finally {
+    await pool.close()
+  }
+})
