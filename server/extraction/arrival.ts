@@ -12,18 +12,17 @@ export class Arrival {
   state: 'arriving' | 'complete' | 'failed' = 'arriving'
 
   /**
-   * expected: the declared length (Content-Length), within the route's body limit. Its buffer is
+   * declared: the length the sender declared (Content-Length), within the route's body limit. Its buffer is
    * taken at once: unwritten pages are not resident, so a sender that declares a large body and
    * stops costs what it sent, and a body that comes is copied once (doubling copied it twice).
    */
-  constructor(expected?: number) {
-    this.buffer = Buffer.allocUnsafe(expected ?? FIRST_CAPACITY)
+  constructor(readonly declared?: number, buffer?: Buffer) {
+    this.buffer = buffer ?? Buffer.allocUnsafe(declared ?? FIRST_CAPACITY)
   }
 
   /** A body that has all come. */
   static of(body: Buffer): Arrival {
-    const arrival = new Arrival(0)
-    arrival.buffer = body
+    const arrival = new Arrival(body.length, body)
     arrival.filled = body.length
     arrival.state = 'complete'
     return arrival

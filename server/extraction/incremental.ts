@@ -15,8 +15,9 @@ import { targetResponse } from '../../hooks/target-status.js'
 import { retally, TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
 import { knownMembers, memberDigest, memberDigests, MemberScan, onlySpaceAfter, skipSpace, type Known, type ScannedMember } from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
+import type { ReportSummary } from './child.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
-import { jsonScanStart, readJson, Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanResult } from '../protocol/json-depth.js'
+import { jsonScanStart, readJson, Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanResult, type ScanMark } from '../protocol/json-depth.js'
 import { Arrival } from './arrival.js'
 import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
 
@@ -49,6 +50,8 @@ export interface SyncPlan {
   useful: boolean
   /** What scanJson() gave for the whole body, scanned as it arrived (a plan that extracts every object). */
   scanned?: Scan.Plain | Scan.Suspect
+  /** Where a large body that was scanned splits for two children. */
+  split?: Split
   /** Reads up to max more objects; false once they are all read (or the map is malformed). */
   advance(max: number): boolean
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
@@ -65,6 +68,9 @@ export type Merged =
   | { kind: 'whole' }
 
 const COMMA = Buffer.from(',')
+const COMMA_BYTE = 0x2c
+const QUOTE = 0x22
+const CLOSE_BRACE = 0x7d
 /** Objects read before deciding: when none has its last sync's bytes, every object is extracted. */
 const SAMPLE = 64
 /** How soon the records of a target whose objects all changed are kept again. */
@@ -96,6 +102,48 @@ export interface Extraction {
 
 const NOTHING = (): void => undefined
 
+/** The pool's run. */
+type Run = (body: Buffer | readonly Buffer[], job: JobInfo) => Promise<PoolOutcome>
+
+/**
+ * Where a large body splits for two children (inHalves): the first gets body[0, at) and the
+ * map's end on, the second the map's start and body[next, end). at: past the object that ends
+ * the first half; next: the key of the one after it; mapStart, mapEnd: the objects' map's braces.
+ */
+interface Split {
+  at: number
+  next: number
+  mapStart: number
+  mapEnd: number
+}
+
+/** What inHalves() gives: the answer, and the records of every object when the halves were joined. */
+interface Halves {
+  outcome: PoolOutcome
+  fresh?: Map<string, ObjectRecord<string>>
+  mergeMs?: number
+}
+
+/** Bodies smaller than this go to one child whole: two children's own costs would take what halving saves. */
+const SPLIT_BYTES = 4 * 1024 * 1024
+/** The objects' map's depth in the plain shape: inside the body's object (1), related (2), the kind's map (3). */
+const MAP_DEPTH = 3
+
+/** Where the scan of a body of length bytes notes the object that ends past the middle of the map at mapStart, and the map's end. */
+function splitMarks(mapStart: number, length: number): [ScanMark, ScanMark] {
+  return [{ depth: MAP_DEPTH, after: mapStart + ((length - mapStart) >> 1), at: -1 }, { depth: MAP_DEPTH - 1, after: mapStart, at: -1 }]
+}
+
+/** The split the marks give, or undefined: the middle is not an object's end followed by another object inside the map. */
+function splitAt(body: Buffer, mapStart: number, [middle, map]: [ScanMark, ScanMark]): Split | undefined {
+  const { at } = middle
+  const mapEnd = map.at
+  if (at < 0 || mapEnd <= at || body[at - 1] !== CLOSE_BRACE || body[mapEnd - 1] !== CLOSE_BRACE) return undefined
+  const comma = skipSpace(body, at)
+  const next = skipSpace(body, comma + 1)
+  return body[comma] === COMMA_BYTE && body[next] === QUOTE && next < mapEnd - 1 ? { at, next, mapStart, mapEnd } : undefined
+}
+
 /** The entry that keeps a sync's records, and their tally. */
 interface Entry { entry: CacheEntry; tallied: Tallied<string> }
 
@@ -107,6 +155,8 @@ export class IncrementalSyncs {
     private readonly observe: {
       /** Per sync read incrementally: how many objects kept their record, and how many were extracted. */
       counted?: (reused: number, extracted: number) => void
+      /** Per sync halved between two children: joined, or extracted whole after all. */
+      halved?: (result: 'joined' | 'whole') => void
       /** A bug while keeping records after the answer has gone (never request data). */
       failed?: (message: string) => void
     } = {},
@@ -126,30 +176,35 @@ export class IncrementalSyncs {
 
   /**
    * Runs a target sync's extraction with run (the pool's), incrementally when the body allows it.
-   * planned: planning() of the body's arrival, else the body is read here.
+   * planned: planning() of the body's arrival, else the body is read here. pair: whether two
+   * children would start at once, for a large body whose objects all go to extraction.
    */
   async extract(
-    bytes: Buffer, job: JobInfo, run: (body: Buffer, job: JobInfo) => Promise<PoolOutcome>, planned?: Promise<SyncPlan | null>,
+    bytes: Buffer, job: JobInfo, run: Run, planned?: Promise<SyncPlan | null>, pair?: () => boolean,
   ): Promise<Extraction> {
     const scanning = performance.now()
     const plan = await (planned ?? this.planning(Arrival.of(bytes)))
     const scanMs = performance.now() - scanning
     if (!plan) return { outcome: await run(bytes, job), scanMs, settle: NOTHING }
     const scanned = plan.body === plan.source && plan.scanned !== undefined ? { scanned: plan.scanned } : {}
-    let outcome = await run(plan.body, { ...job, records: true, ...scanned })
+    const halves = plan.split && pair?.() ? await this.inHalves(plan, plan.split, { ...job, records: true, ...scanned }, run) : undefined
+    if (halves === null || halves?.fresh) this.observe.halved?.(halves ? 'joined' : 'whole')
+    let outcome = halves?.outcome ?? await run(plan.body, { ...job, records: true, ...scanned })
     if (outcome.kind !== 'done') {
       this.forget(plan)
       return { outcome, scanMs, settle: NOTHING }
     }
     if (!plan.reduced) {
       const { result } = outcome
-      if (result.records) this.observe.counted?.(0, result.records.objects)
+      const fresh = halves?.fresh
+      this.observe.counted?.(0, fresh?.size ?? result.records?.objects ?? 0)
+      const records = () => fresh ?? (result.records && result.report ? decodeRecords(result.records.meta, result.report.json) : null)
       // The rest of the body is read once the answer has gone: it only serves the next sync.
       const settle = (whole: boolean, keyed?: (digest: string) => void) => {
         if (!whole) this.forget(plan)
-        else if (plan.keep) void this.remember(plan, result, keyed)
+        else if (plan.keep) void this.remember(plan, result.report?.json.length ?? 0, records, keyed)
       }
-      return { outcome, scanMs, settle }
+      return { outcome, scanMs, ...(halves?.mergeMs === undefined ? {} : { mergeMs: halves.mergeMs }), settle }
     }
     const merging = performance.now()
     const merged = this.merge(plan, outcome.result)
@@ -237,13 +292,16 @@ export class IncrementalSyncs {
     const helps = entry !== undefined && objects.members.some((m) => m.digest !== undefined)
     if (helps) keyTaken?.()
     if (helps && !(await read(objects))) return null
-    // Every object is extracted: the child's scan of the body (nesting, __proto__ keys) is done here, while the rest comes.
-    const scanned = helps ? undefined : await this.bounds(arrival)
+    // Every object is extracted: the child's scan of the body (nesting, __proto__ keys) is done here, while the rest comes,
+    // and for a large one it notes where the body splits for two children.
+    const marks = !helps && (arrival.declared ?? 0) >= SPLIT_BYTES ? splitMarks(typeAt.start, arrival.declared ?? 0) : undefined
+    const scanned = helps ? undefined : await this.bounds(arrival, marks)
     if (!(await arrival.ended())) return null
     const body = arrival.bytes
+    const split = marks && scanned !== undefined ? splitAt(body, typeAt.start, marks) : undefined
     const whole: SyncPlan = {
       target, namespace: meta.namespace, source: body, body, reduced: false, keep: true, useful: true, extracting: 0, members: objects.members, kept: NONE,
-      ...(entry ? { previous: entry } : {}), ...(scanned === undefined ? {} : { scanned }),
+      ...(entry ? { previous: entry } : {}), ...(scanned === undefined ? {} : { scanned }), ...(split ? { split } : {}),
       advance: (max) => {
         objects.grow(body, true)
         return objects.step(max)
@@ -284,8 +342,8 @@ export class IncrementalSyncs {
    * scanJson() of a body as it arrives, READ_AHEAD at a time: a child would scan it after its last
    * byte. Undefined when it is too deep (the child scans it again and refuses it) or did not come whole.
    */
-  private async bounds(arrival: Arrival): Promise<Scan.Plain | Scan.Suspect | undefined> {
-    const state = jsonScanStart()
+  private async bounds(arrival: Arrival, marks?: ScanMark[]): Promise<Scan.Plain | Scan.Suspect | undefined> {
+    const state = { ...jsonScanStart(), ...(marks ? { marks } : {}) }
     const max = this.limits.maxJsonDepth
     for (; arrival.state === 'arriving'; await arrival.more(READ_AHEAD)) {
       if (!scanJsonFrom(arrival.bytes, max, state, arrival.length - SCAN_LOOKAHEAD)) return undefined
@@ -293,6 +351,44 @@ export class IncrementalSyncs {
     if (arrival.state !== 'complete' || !scanJsonFrom(arrival.bytes, max, state, arrival.length)) return undefined
     const scan = scanResult(state)
     return scan === Scan.TooDeep ? undefined : scan
+  }
+
+  /**
+   * The whole body's extraction by two children at once, each given the body with half of the
+   * objects (SyncPlan.split), and their records tallied together: the answer and report one child
+   * gives for the whole body. Null when that is for one child to say: a half that is bad (the
+   * whole body's own message), a half stopped, or records that do not add up.
+   */
+  private async inHalves(plan: SyncPlan, split: Split, job: JobInfo, run: Run): Promise<Halves | null> {
+    const body = plan.body
+    const [first, second] = await Promise.all([
+      run([body.subarray(0, split.at), body.subarray(split.mapEnd - 1)], job),
+      run([body.subarray(0, split.mapStart + 1), body.subarray(split.next)], job),
+    ])
+    if (first.kind !== 'done' || second.kind !== 'done') {
+      // A deadline or a heap limit the whole body meets as well.
+      const stop = [first, second].find((o) => o.kind === 'aborted' || o.kind === 'queued' || o.kind === 'busy')
+      return stop && ![first, second].some((o) => o.kind === 'bad') ? { outcome: stop } : null
+    }
+    const joining = performance.now()
+    const [a, b] = [first.result, second.result]
+    if (!a.records || !b.records || !a.report || !b.report || a.stopped || b.stopped) return null
+    const fromA = decodeRecords(a.records.meta, a.report.json)
+    const fromB = decodeRecords(b.records.meta, b.report.json)
+    if (!fromA || !fromB) return null
+    const fresh = new Map([...fromA, ...fromB])
+    // A key in both halves (a duplicate key in the map): the whole body says which one counts.
+    if (fresh.size !== fromA.size + fromB.size) return null
+    const tally = new TargetTally<string>()
+    // In the body's order, as syncTarget tallies them: the first half's, then the second's.
+    for (const [key, record] of fresh) tally.add(key, record)
+    const tallied = tally.finish()
+    if (tallied.itemBytes > this.limits.maxRequestItemBytes) return null
+    const { response, head } = answerFor(a.response, a.report, tallied)
+    const result: ChildResult = { response, report: { ...head, itemCount: tallied.items.length, json: reportJson(head, tallied) } }
+    // The phases of the half that took longer.
+    const slower = first.phases.handOff + first.phases.parse >= second.phases.handOff + second.phases.parse ? first : second
+    return { outcome: { kind: 'done', result, phases: slower.phases }, fresh, mergeMs: performance.now() - joining }
   }
 
   /** A reduced plan's child answer, with the kept records added in: the answer for the whole body. */
@@ -304,12 +400,8 @@ export class IncrementalSyncs {
     if (!entry) return { kind: 'whole' }
     const { tallied } = entry
     if (tallied.itemBytes > this.limits.maxRequestItemBytes) return { kind: 'whole' }
-    const { counts, items, checksum } = tallied
-    const { target, uid, generation } = result.report
-    const status = result.response.status
-    const conditions = [extractedCondition(counts, generation), ...(status.conditions ?? []).filter((c) => c.type !== 'Ready')]
-    const response: SyncResponse<TargetStatus> = targetResponse(counts, checksum, status.resource, conditions, generation)
-    const head = { target, generation, ...(uid ? { uid } : {}), checksum }
+    const { items } = tallied
+    const { response, head } = answerFor(result.response, result.report, tallied)
     // The whole report is written only if the exporter asks for it (it did not hold the base).
     let whole: Buffer | undefined
     const report = {
@@ -351,14 +443,16 @@ export class IncrementalSyncs {
    * After a whole plan's sync was answered and its report taken whole: reads the rest of the body
    * and keeps the child's records for the next sync. Off the sync's path: its answer has gone.
    */
-  private async remember(plan: SyncPlan, result: ChildResult, keyed?: (digest: string) => void): Promise<void> {
+  private async remember(
+    plan: SyncPlan, reportBytes: number, records: () => ReadonlyMap<string, ObjectRecord<string>> | null, keyed?: (digest: string) => void,
+  ): Promise<void> {
     try {
       // A batch at a time: other hooks are answered in between.
       do await setImmediate()
       while (plan.advance(BATCH))
       // Records cost at least their items' text: a report past the share would be read only to be dropped.
-      const tooLarge = (result.report?.json.length ?? 0) > this.cache.namespaceBytes
-      const fresh = result.records && result.report && !tooLarge && plan.finish() !== null ? decodeRecords(result.records.meta, result.report.json) : null
+      const tooLarge = reportBytes > this.cache.namespaceBytes
+      const fresh = !tooLarge && plan.finish() !== null ? records() : null
       const built = fresh && fresh.size === plan.members.length ? this.entry(plan, fresh) : null
       if (built) {
         this.commit(plan, built.entry)
@@ -440,6 +534,21 @@ export class IncrementalSyncs {
     const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, known, records, tallied, bytes, at: this.now(), useful: plan.useful }
     return { entry, tallied }
   }
+}
+
+/**
+ * The answer and the report's head for every object's records, tallied: the rest of the status
+ * (the resource, conditions other than Ready) is the child's, which no object changes.
+ */
+function answerFor(
+  child: SyncResponse<TargetStatus>, report: ReportSummary, tallied: Tallied<string>,
+): { response: SyncResponse<TargetStatus>; head: ReportHead } {
+  const { counts, checksum } = tallied
+  const { target, uid, generation } = report
+  const status = child.status
+  const conditions = [extractedCondition(counts, generation), ...(status.conditions ?? []).filter((c) => c.type !== 'Ready')]
+  const head = { target, generation, ...(uid ? { uid } : {}), checksum }
+  return { response: targetResponse(counts, checksum, status.resource, conditions, generation), head }
 }
 
 /**

@@ -13,6 +13,8 @@ export interface Metrics {
   unchangedSyncs: Counter<'result'>
   /** Objects of incremental target syncs: given their kept record again, or extracted. */
   syncObjects: Counter<'result'>
+  /** Large first syncs extracted by two children at once: joined, or sent to one child whole after all. */
+  halvedSyncs: Counter<'result'>
   /** What the kept object records are charged, read when scraped. */
   setObjectCacheBytes(read: () => number): void
   /** KOLLECT_EXPORTER_PEERS: calls a peer failed, by call and the role the peer last answered with. */
@@ -167,6 +169,13 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     labelNames: ['result'] as const,
     registers: [hooks],
   })
+  const halvedSyncs = new Counter({
+    name: 'kollect_halved_syncs_total',
+    help: 'Target syncs whose objects all went to extraction, large enough to be halved between two idle extraction children: ' +
+      'answered from the two halves (result=joined), or extracted whole by one child after a half could not be joined (result=whole).',
+    labelNames: ['result'] as const,
+    registers: [hooks],
+  })
   let objectCacheBytes = () => 0
   new Gauge({
     name: 'kollect_object_cache_bytes',
@@ -187,6 +196,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     staleReports,
     unchangedSyncs,
     syncObjects,
+    halvedSyncs,
     setObjectCacheBytes(read) {
       objectCacheBytes = read
     },

@@ -33,6 +33,15 @@ export interface JsonScanState {
   inString: boolean
   suspect: boolean
   tooDeep: boolean
+  /** Places to note on the way (ScanMark). */
+  marks?: ScanMark[]
+}
+
+/** The first close bracket at or past after that brings the nesting back to depth: at is the index past it (-1: none yet). */
+export interface ScanMark {
+  depth: number
+  after: number
+  at: number
 }
 
 export const jsonScanStart = (): JsonScanState => ({ at: 0, depth: 0, inString: false, suspect: false, tooDeep: false })
@@ -71,6 +80,7 @@ export function scanJsonFrom(bytes: Uint8Array, max: number, state: JsonScanStat
     i++
   }
   let depth = state.depth
+  const marks = state.marks
   for (; i < end; i++) {
     const b = bytes[i]
     if (b === QUOTE) {
@@ -89,11 +99,16 @@ export function scanJsonFrom(bytes: Uint8Array, max: number, state: JsonScanStat
       }
     } else if (b === 0x7d || b === 0x5d) {
       depth--
+      if (marks) note(marks, depth, i)
     }
   }
   state.at = i
   state.depth = depth
   return true
+}
+
+function note(marks: ScanMark[], depth: number, i: number): void {
+  for (const mark of marks) if (mark.at < 0 && depth === mark.depth && i >= mark.after) mark.at = i + 1
 }
 
 /** The index of the quote that ends the string at i, or end (or past it) if that has not come. */

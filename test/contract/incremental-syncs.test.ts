@@ -243,6 +243,63 @@ describe('incremental target syncs', () => {
     assert.deepEqual([changed.reused, changed.extracted], [7, 2])
   })
 
+  /** Syncs the kept server answered from two children (joined), or from one after all (whole). */
+  async function halved(): Promise<{ joined: number; whole: number }> {
+    const values = (await servers.kept.metrics.halvedSyncs.get()).values
+    const of = (result: string) => values.find((v) => v.labels.result === result)?.value ?? 0
+    return { joined: of('joined'), whole: of('whole') }
+  }
+
+  /** A target of its own over two namespaces (their keys sort otherwise than their items), some objects failing. */
+  function largeTarget(name: string): { target: KubeObject; scopes: KubeObject[]; profile: KubeObject; objects: KubeObject[] } {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml')) as KubeObject & { spec: Record<string, unknown> }
+    Object.assign(target.metadata as object, { name, uid: `uid-${name}` })
+    target.spec['namespaces'] = ['team-a', 'team-a-canary']
+    const scopes: KubeObject[] = [{
+      apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope',
+      metadata: { name: 'team-a', namespace: 'team-a', uid: 'uid-scope', generation: 1, resourceVersion: '1' },
+      spec: { allowedNamespaces: ['team-a', 'team-a-canary'], deniedNamespaces: [] },
+    }]
+    const profile = structuredClone(loadExampleCr('profile-deployments.yaml')) as KubeObject & { spec: { attributes: Record<string, unknown>[] } }
+    profile.spec.attributes.push({ name: 'odd', cel: "object.spec.replicas == 2 ? 1 / 0 : 1" })
+    const objects = Array.from({ length: 2000 }, (_, i) => {
+      const o = deployment(i, { managedFields: true, ...(i % 3 === 0 ? { namespace: 'team-a-canary' } : {}) })
+      ;(o as { spec: { replicas: number } }).spec.replicas = 1 + (i % 7)
+      return o
+    })
+    return { target, scopes, profile, objects }
+  }
+
+  test('a large first sync is halved between two children, and answers and reports as one child extracting everything', async () => {
+    const { objects, ...rest } = largeTarget('halved')
+    const body = targetSyncRequest(objects, rest)
+    assert.ok(Buffer.byteLength(goJson(body)) >= 4 * 1024 * 1024, 'large enough to be halved')
+    const start = await halved()
+    const first = await both(body)
+    assert.deepEqual(await halved(), { joined: start.joined + 1, whole: start.whole })
+    const status = first.sent.answer.status
+    // Objects 1, 8, 15, … have 2 replicas: their attribute fails.
+    assert.deepEqual([status.extractedCount, status.failedCount], [2000 - 286, 286])
+    assert.ok(status.lastError)
+    // A resync with one object changed reads the records the halves gave.
+    bump(objects[1234] as KubeObject, '901234', 3)
+    const resync = await both(targetSyncRequest(objects, rest))
+    assert.deepEqual([resync.reused, resync.extracted], [1999, 1])
+  })
+
+  test('a large body whose halves hold the same key (a duplicate in the map) gets the answer one child gives the whole body', async () => {
+    const { objects, ...rest } = largeTarget('halved-duplicate')
+    // The second half's last object under a key of the first half's: JSON.parse keeps the last one.
+    const text = goJson(targetSyncRequest(objects, rest)).replace('"team-a/web-01999":', '"team-a/web-00001":')
+    const start = await halved()
+    const [a, b] = [await send(servers.kept, text), await send(servers.plain, text)]
+    assert.deepEqual(a.answer, b.answer)
+    assert.deepEqual(a.report, b.report)
+    // web-00001 (failing) gave way to web-01999.
+    assert.deepEqual([a.answer.status.extractedCount, a.answer.status.failedCount], [1999 - 285, 285])
+    assert.deepEqual(await halved(), { joined: start.joined, whole: start.whole + 1 })
+  })
+
   test("one target's records never answer another's, in the same namespace or another", async () => {
     const objects = Array.from({ length: 3 }, (_, i) => deployment(i))
     const a = structuredClone(loadExampleCr('target-deployments.yaml'))

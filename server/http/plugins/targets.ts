@@ -34,6 +34,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
         metrics.syncObjects.inc({ result: 'reused' }, reused)
         metrics.syncObjects.inc({ result: 'extracted' }, extracted)
       },
+      halved: (result) => metrics.halvedSyncs.inc({ result }),
       failed: (message) => app.log.error({ error: message }, 'keeping a target sync\'s object records failed'),
     },
   )
@@ -81,7 +82,9 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
         metrics.unchangedSyncs.inc({ result: 'exporter-lacks' })
       }
       const job: JobInfo = { arrival: performance.now() - reply.elapsedTime, namespace: sniffNamespace(bytes) }
-      const { outcome, scanMs, mergeMs, settle } = await incremental.extract(bytes, job, (body, info) => app.extractPool.run(body, info), planned)
+      // A large body whose objects all go to extraction is halved between two children when two are free.
+      const pair = () => app.extractPool.idleShared() >= 2
+      const { outcome, scanMs, mergeMs, settle } = await incremental.extract(bytes, job, (body, info) => app.extractPool.run(body, info), planned, pair)
       if (outcome.kind === 'bad') throw new KollectError(outcome.code, outcome.message)
       // Overload answers 429 with Retry-After (a quarter of the budget), never a late 5xx.
       if (outcome.kind === 'queued' || outcome.kind === 'busy') {
