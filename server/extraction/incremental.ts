@@ -361,21 +361,28 @@ export class IncrementalSyncs {
    */
   private async inHalves(plan: SyncPlan, split: Split, job: JobInfo, run: Run): Promise<Halves | null> {
     const body = plan.body
-    const [first, second] = await Promise.all([
-      run([body.subarray(0, split.at), body.subarray(split.mapEnd - 1)], job),
-      run([body.subarray(0, split.mapStart + 1), body.subarray(split.next)], job),
-    ])
-    if (first.kind !== 'done' || second.kind !== 'done') {
-      // A deadline or a heap limit the whole body meets as well.
-      const stop = [first, second].find((o) => o.kind === 'aborted' || o.kind === 'queued' || o.kind === 'busy')
-      return stop && ![first, second].some((o) => o.kind === 'bad') ? { outcome: stop } : null
+    // Each half's records are read as soon as it is done, while the other child works.
+    const half = async (parts: Buffer[]) => {
+      const outcome = await run(parts, job)
+      const done = performance.now()
+      const r = outcome.kind === 'done' ? outcome.result : null
+      const records = r?.records && r.report && !r.stopped ? decodeRecords(r.records.meta, r.report.json) : null
+      return { outcome, done, records }
     }
-    const joining = performance.now()
-    const [a, b] = [first.result, second.result]
-    if (!a.records || !b.records || !a.report || !b.report || a.stopped || b.stopped) return null
-    const fromA = decodeRecords(a.records.meta, a.report.json)
-    const fromB = decodeRecords(b.records.meta, b.report.json)
-    if (!fromA || !fromB) return null
+    const [first, second] = await Promise.all([
+      half([body.subarray(0, split.at), body.subarray(split.mapEnd - 1)]),
+      half([body.subarray(0, split.mapStart + 1), body.subarray(split.next)]),
+    ])
+    const outcomes = [first.outcome, second.outcome]
+    if (first.outcome.kind !== 'done' || second.outcome.kind !== 'done') {
+      // A deadline or a heap limit the whole body meets as well.
+      const stop = outcomes.find((o) => o.kind === 'aborted' || o.kind === 'queued' || o.kind === 'busy')
+      return stop && !outcomes.some((o) => o.kind === 'bad') ? { outcome: stop } : null
+    }
+    const joining = Math.max(first.done, second.done)
+    const a = first.outcome.result
+    const [fromA, fromB] = [first.records, second.records]
+    if (!a.report || !fromA || !fromB) return null
     const fresh = new Map([...fromA, ...fromB])
     // A key in both halves (a duplicate key in the map): the whole body says which one counts.
     if (fresh.size !== fromA.size + fromB.size) return null
@@ -385,9 +392,20 @@ export class IncrementalSyncs {
     const tallied = tally.finish()
     if (tallied.itemBytes > this.limits.maxRequestItemBytes) return null
     const { response, head } = answerFor(a.response, a.report, tallied)
-    const result: ChildResult = { response, report: { ...head, itemCount: tallied.items.length, json: reportJson(head, tallied) } }
+    // The records kept from an earlier sync, whose report the exporter may hold: only what changed since goes to it.
+    const previous = plan.previous
+    let whole: Buffer | undefined
+    const report = {
+      ...head,
+      itemCount: tallied.items.length,
+      get json(): Buffer {
+        return (whole ??= reportJson(head, tallied))
+      },
+      ...(previous ? { changes: changes(previous.records, fresh, fresh, { ...head, base: previous.checksum }, tallied.failedKeys) } : {}),
+    }
+    const result: ChildResult = { response, report }
     // The phases of the half that took longer.
-    const slower = first.phases.handOff + first.phases.parse >= second.phases.handOff + second.phases.parse ? first : second
+    const slower = first.done >= second.done ? first.outcome : second.outcome
     return { outcome: { kind: 'done', result, phases: slower.phases }, fresh, mergeMs: performance.now() - joining }
   }
 
@@ -410,33 +428,9 @@ export class IncrementalSyncs {
       get json(): Buffer {
         return (whole ??= reportJson(head, tallied))
       },
-      ...(plan.base === undefined ? {} : { changes: this.changes(plan, fresh, entry.entry.records, { ...head, base: plan.base }, tallied.failedKeys) }),
+      ...(plan.base === undefined ? {} : { changes: changes(plan.kept, fresh, entry.entry.records, { ...head, base: plan.base }, tallied.failedKeys) }),
     }
     return { kind: 'merged', result: { response, report }, entry: entry.entry }
-  }
-
-  /** The report of what changed since the kept records' report: new and changed items, and the keys of the items gone. */
-  private changes(
-    plan: SyncPlan, fresh: ReadonlyMap<string, ObjectRecord<string>>, records: ReadonlyMap<string, ObjectRecord<string>>,
-    head: ReportHead, failedKeys: string[],
-  ): Buffer {
-    const keyOf = (item: ItemRecord<string>) => `${head.target.namespace}/${head.target.name}/${item.order[5]}`
-    const removedKeys: string[] = []
-    const items: ItemRecord<string>[] = []
-    let added = 0
-    for (const [key, record] of fresh) {
-      const kept = plan.kept.get(key)
-      if (!kept) added++
-      const before = kept?.item
-      const now = record.item
-      if (before && (!now || keyOf(before) !== keyOf(now))) removedKeys.push(keyOf(before))
-      if (now && (!before || before.hash !== now.hash || before.generation !== now.generation || keyOf(before) !== keyOf(now))) items.push(now)
-    }
-    // Objects gone from the related set (none when the records are the kept ones and the added ones).
-    if (plan.kept.size + added !== records.size) {
-      for (const [key, record] of plan.kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
-    }
-    return reportJson({ ...head, removedKeys }, { items, failedKeys })
   }
 
   /**
@@ -534,6 +528,34 @@ export class IncrementalSyncs {
     const entry = { namespace: plan.namespace, fingerprint, checksum: tallied.checksum, known, records, tallied, bytes, at: this.now(), useful: plan.useful }
     return { entry, tallied }
   }
+}
+
+/**
+ * The report of what changed since the report that kept made: new and changed items (of fresh,
+ * the records extracted now), and the keys of the items gone (kept ones not in records, the new
+ * whole set).
+ */
+function changes(
+  kept: ReadonlyMap<string, ObjectRecord<string>>, fresh: ReadonlyMap<string, ObjectRecord<string>>, records: ReadonlyMap<string, ObjectRecord<string>>,
+  head: ReportHead, failedKeys: string[],
+): Buffer {
+  const keyOf = (item: ItemRecord<string>) => `${head.target.namespace}/${head.target.name}/${item.order[5]}`
+  const removedKeys: string[] = []
+  const items: ItemRecord<string>[] = []
+  let added = 0
+  for (const [key, record] of fresh) {
+    const old = kept.get(key)
+    if (!old) added++
+    const before = old?.item
+    const now = record.item
+    if (before && (!now || keyOf(before) !== keyOf(now))) removedKeys.push(keyOf(before))
+    if (now && (!before || before.hash !== now.hash || before.generation !== now.generation || keyOf(before) !== keyOf(now))) items.push(now)
+  }
+  // Objects gone from the related set (none when the records are the kept ones and the added ones).
+  if (kept.size + added !== records.size) {
+    for (const [key, record] of kept) if (record.item && !records.has(key)) removedKeys.push(keyOf(record.item))
+  }
+  return reportJson({ ...head, removedKeys }, { items, failedKeys })
 }
 
 /**

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { compareItems } from '../../api/canonical.js'
 import type { KubeObject, TargetReport, TargetStatus } from '../../api/types.js'
 import { keptAndPlain, post, startHooksServer, type HooksServer } from '../support/hooks-server.js'
+import { pollUntil } from '../support/process.js'
 import { TYPES, controllerFor, deployment, goJson, loadExampleCr, relatedMap, syncRequest, targetSyncRequest } from '../support/metacontroller.js'
 
 // Issue 28: a resync extracts only the objects whose bytes changed since the target's last sync,
@@ -298,6 +299,26 @@ describe('incremental target syncs', () => {
     // web-00001 (failing) gave way to web-01999.
     assert.deepEqual([a.answer.status.extractedCount, a.answer.status.failedCount], [1999 - 285, 285])
     assert.deepEqual(await halved(), { joined: start.joined, whole: start.whole + 1 })
+  })
+
+  test('a halved sync of a target whose records are kept sends the exporter only what changed, though every object changed its bytes', async () => {
+    const { objects, ...rest } = largeTarget('halved-again')
+    const cacheBytes = async () => (await servers.kept.metrics.registry.getSingleMetric('kollect_object_cache_bytes')?.get())?.values[0]?.value ?? 0
+    const before = await cacheBytes()
+    await both(targetSyncRequest(objects, rest))
+    // The first sync's records are kept once its answer has gone.
+    await pollUntil('the first sync\'s records are kept', async () => (await cacheBytes()) > before, { timeoutMs: 10_000 })
+    // A rollout: every object's status (and resourceVersion) moves; two replicas counts change, one object goes, one comes.
+    objects.forEach((o, i) => bump(o, String(950_000 + i)))
+    bump(objects[10] as KubeObject, '960010', 4)
+    bump(objects[11] as KubeObject, '960011', 2)
+    objects.splice(20, 1)
+    objects.push(deployment(5000, { managedFields: true }))
+    const [start, changesBefore] = [await halved(), servers.kept.changes]
+    const again = await both(targetSyncRequest(objects, rest))
+    assert.deepEqual(await halved(), { joined: start.joined + 1, whole: start.whole })
+    assert.equal(servers.kept.changes, changesBefore + 1, 'a report of changes, which the exporter took')
+    assert.deepEqual([again.reused, again.extracted], [0, 2000])
   })
 
   test("one target's records never answer another's, in the same namespace or another", async () => {
