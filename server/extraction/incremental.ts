@@ -292,10 +292,19 @@ export class IncrementalSyncs {
     const helps = entry !== undefined && objects.members.some((m) => m.digest !== undefined)
     if (helps) keyTaken?.()
     if (helps && !(await read(objects))) return null
-    // Every object is extracted: the child's scan of the body (nesting, __proto__ keys) is done here, while the rest comes,
-    // and for a large one it notes where the body splits for two children.
-    const marks = !helps && (arrival.declared ?? 0) >= SPLIT_BYTES ? splitMarks(typeAt.start, arrival.declared ?? 0) : undefined
-    const scanned = helps ? undefined : await this.bounds(arrival, marks)
+    // Kept records that did not help. Once (a rollout changes every object) new ones are kept;
+    // when the records kept after that did not help either, the target's objects change
+    // between syncs, and keeping costs the server a read of the whole body: once a minute, or
+    // as soon as the first objects come again as the last body had them (they settled).
+    const sample = entry && !helps ? objects.members.slice(0, SAMPLE).map((m) => ({ key: m.key, digest: memberDigest(arrival.bytes, m.keyStart, m.end) })) : []
+    const last = new Map(entry?.probe?.map((p) => [p.key, p.digest]))
+    const settled = sample.some((m) => last.get(m.key) === m.digest)
+    // Every object goes to extraction: the child's scan of the body (nesting, __proto__ keys) is done here, while the rest
+    // comes, and for a large one it notes where the body splits for two children. Not when the first objects settled:
+    // the body is likely the last one again, which the route answers without a child (unchanged.ts).
+    const scanning = !helps && !settled
+    const marks = scanning && (arrival.declared ?? 0) >= SPLIT_BYTES ? splitMarks(typeAt.start, arrival.declared ?? 0) : undefined
+    const scanned = scanning ? await this.bounds(arrival, marks) : undefined
     if (!(await arrival.ended())) return null
     const body = arrival.bytes
     const split = marks && scanned !== undefined ? splitAt(body, typeAt.start, marks) : undefined
@@ -314,13 +323,6 @@ export class IncrementalSyncs {
     // body at once, and the rest is read once the sync is answered (remember()).
     if (!entry) return whole
     if (!helps) {
-      // Kept records that did not help. Once (a rollout changes every object) new ones are kept;
-      // when the records kept after that did not help either, the target's objects change
-      // between syncs, and keeping costs the server a read of the whole body: once a minute, or
-      // as soon as the first objects come again as the last body had them (they settled).
-      const sample = objects.members.slice(0, SAMPLE).map((m) => ({ key: m.key, digest: memberDigest(body, m.keyStart, m.end) }))
-      const last = new Map(entry.probe?.map((p) => [p.key, p.digest]))
-      const settled = sample.some((m) => last.get(m.key) === m.digest)
       entry.probe = sample
       return { ...whole, keep: settled || entry.useful || this.now() - entry.at >= REKEEP_MS, useful: settled }
     }
