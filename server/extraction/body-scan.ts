@@ -137,10 +137,22 @@ const SPAN_IV = randomBytes(12)
  * runs at 1.5, and a resync hashes almost every byte of its body in spans.
  */
 export function spanDigest(b: Uint8Array, start: number, end: number): string {
-  const gmac = createCipheriv('aes-256-gcm', SPAN_KEY, SPAN_IV)
-  gmac.setAAD(b.subarray(start, end))
-  gmac.final()
-  return gmac.getAuthTag().toString('base64')
+  return new Gmac().update(b.subarray(start, end)).digest()
+}
+
+/** The GMAC spanDigest() takes, of bytes fed in parts (the tag of their concatenation); digest() once. */
+export class Gmac {
+  private readonly cipher = createCipheriv('aes-256-gcm', SPAN_KEY, SPAN_IV)
+
+  update(b: Uint8Array): this {
+    this.cipher.setAAD(b)
+    return this
+  }
+
+  digest(): string {
+    this.cipher.final()
+    return this.cipher.getAuthTag().toString('base64')
+  }
 }
 
 /**

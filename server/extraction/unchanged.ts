@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto'
+import { Gmac } from './body-scan.js'
 import type { HeldReport, TargetStatus } from '../../api/types.js'
 import type { SyncResponse } from '../../hooks/request.js'
 
@@ -12,7 +12,9 @@ interface Entry {
 }
 
 /**
- * The last answers to target syncs, by the SHA-256 of the whole body. A resync in which nothing
+ * The last answers to target syncs, by a digest of the whole body: a GMAC under the process's own
+ * key, as a span's (body-scan.ts), four times as fast as SHA-256 on a body that has to be hashed
+ * as it comes. Nobody who sends bodies knows the key or sees a digest, so no body can pass for another. A resync in which nothing
  * changed arrives byte for byte as the last one (Metacontroller sends the same objects, and the
  * target's status it wrote back from that answer), so its answer is the same: the route gives it
  * without parsing or extracting anything, once the exporter says it still holds the report that
@@ -29,9 +31,9 @@ export class UnchangedSyncs {
     return this.maxEntries > 0
   }
 
-  /** The body's key, a SHA-256 fed chunk by chunk while the body arrives (digest('hex') gives it). */
-  hasher(): Hash {
-    return createHash('sha256')
+  /** The body's key, fed chunk by chunk while the body arrives (digest() gives it). */
+  hasher(): Gmac {
+    return new Gmac()
   }
 
   /** The answer kept for this body, if it is young enough. */

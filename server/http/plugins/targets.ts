@@ -1,4 +1,3 @@
-import type { Hash } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { refKey } from '../../../api/canonical.js'
 import { withSequence } from '../../../api/report.js'
@@ -10,6 +9,7 @@ import { MIN_BUDGET_SHARE } from '../../extraction/pool.js'
 import { IncrementalSyncs, type SyncPlan } from '../../extraction/incremental.js'
 import { ObjectCache } from '../../extraction/object-cache.js'
 import type { JobInfo } from '../../extraction/outcome.js'
+import type { Gmac } from '../../extraction/body-scan.js'
 import { UnchangedSyncs } from '../../extraction/unchanged.js'
 import { KollectError } from '../../protocol/errors.js'
 import { customizeSchema, syncSchema } from '../../protocol/request-schemas.js'
@@ -41,7 +41,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
   metrics.setObjectCacheBytes(() => incremental.cache.bytes)
   const arrivals = new WeakMap<FastifyRequest, number>()
   /** The body's key for UnchangedSyncs, hashed as it arrives until the sync's plan takes it over. */
-  const keys = new WeakMap<FastifyRequest, { hasher: Hash; taken: boolean }>()
+  const keys = new WeakMap<FastifyRequest, { hasher: Gmac; taken: boolean }>()
   const plans = new WeakMap<FastifyRequest, Promise<SyncPlan | null>>()
   await app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
@@ -68,7 +68,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       const key = keys.get(request)
       const planned = plans.get(request)
       // A plan that took the key over gives it; one that then found the body not plain leaves the whole body to hash.
-      const digest = !key ? null : key.taken ? ((await planned)?.digest ?? unchanged.hasher().update(bytes).digest('hex')) : key.hasher.digest('hex')
+      const digest = !key ? null : key.taken ? ((await planned)?.digest ?? unchanged.hasher().update(bytes).digest()) : key.hasher.digest()
       const digested = performance.now() - digesting
       const kept = digest === null ? undefined : unchanged.get(digest)
       if (digest !== null && kept) {
