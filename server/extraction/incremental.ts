@@ -124,8 +124,6 @@ interface Halves {
   mergeMs?: number
 }
 
-/** Bodies smaller than this go to one child whole: two children's own costs would take what halving saves. */
-const SPLIT_BYTES = 4 * 1024 * 1024
 /** The objects' map's depth in the plain shape: inside the body's object (1), related (2), the kind's map (3). */
 const MAP_DEPTH = 3
 
@@ -157,6 +155,8 @@ export class IncrementalSyncs {
       counted?: (reused: number, extracted: number) => void
       /** Per sync halved between two children: joined, or extracted whole after all. */
       halved?: (result: 'joined' | 'whole') => void
+      /** Bodies of at least this many bytes whose objects all go to extraction are halved (KOLLECT_HALVE_SYNC_BYTES; 0 or none: never). */
+      halveBytes?: number
       /** A bug while keeping records after the answer has gone (never request data). */
       failed?: (message: string) => void
     } = {},
@@ -303,7 +303,8 @@ export class IncrementalSyncs {
     // comes, and for a large one it notes where the body splits for two children. Not when the first objects settled:
     // the body is likely the last one again, which the route answers without a child (unchanged.ts).
     const scanning = !helps && !settled
-    const marks = scanning && (arrival.declared ?? 0) >= SPLIT_BYTES ? splitMarks(typeAt.start, arrival.declared ?? 0) : undefined
+    const halveBytes = this.observe.halveBytes ?? 0
+    const marks = scanning && halveBytes > 0 && (arrival.declared ?? 0) >= halveBytes ? splitMarks(typeAt.start, arrival.declared ?? 0) : undefined
     const scanned = scanning ? await this.bounds(arrival, marks) : undefined
     if (!(await arrival.ended())) return null
     const body = arrival.bytes

@@ -44,6 +44,8 @@ export interface Config {
   /** Bytes of object records kept for incremental target syncs (0: off), and one namespace's share of them. */
   objectCacheBytes: number
   objectCacheNamespaceShare: number
+  /** Bodies of at least this many bytes whose objects all go to extraction are halved between two idle children (0: never). */
+  halveSyncBytes: number
   /** Heap limit of one extraction child process. */
   workerMemoryMb: number
   /** Bytes of items (as the exporter charges them) the exporter holds at most. */
@@ -235,6 +237,8 @@ export function loadConfig(env: Env = process.env, defaults: ConfigDefaults = {}
     unchangedSyncs: int(env, 'KOLLECT_UNCHANGED_SYNCS', 1000),
     objectCacheBytes: int(env, 'KOLLECT_OBJECT_CACHE_BYTES', defaultObjectCacheBytes()),
     objectCacheNamespaceShare: fraction(env, 'KOLLECT_OBJECT_CACHE_NAMESPACE_SHARE', 0.5),
+    // Smaller bodies go to one child whole: two children's own costs would take what halving saves.
+    halveSyncBytes: int(env, 'KOLLECT_HALVE_SYNC_BYTES', 4 * 1024 * 1024),
     workerMemoryMb: int(env, 'KOLLECT_WORKER_MEMORY_MB', 2560),
     itemBudgetBytes: int(env, 'KOLLECT_EXPORTER_ITEM_BUDGET_BYTES', DEFAULT_ITEM_BUDGET_BYTES),
     namespaceShare: fraction(env, 'KOLLECT_EXPORTER_NAMESPACE_SHARE', DEFAULT_NAMESPACE_SHARE),

@@ -71,6 +71,26 @@ const bump = (o: KubeObject, rv: string, replicas?: number) => {
   if (replicas !== undefined) (o as { spec: { replicas: number } }).spec.replicas = replicas
 }
 
+/** A target of its own over two namespaces (their keys sort otherwise than their items), some objects failing. */
+function largeTarget(name: string): { target: KubeObject; scopes: KubeObject[]; profile: KubeObject; objects: KubeObject[] } {
+  const target = structuredClone(loadExampleCr('target-deployments.yaml')) as KubeObject & { spec: Record<string, unknown> }
+  Object.assign(target.metadata as object, { name, uid: `uid-${name}` })
+  target.spec['namespaces'] = ['team-a', 'team-a-canary']
+  const scopes: KubeObject[] = [{
+    apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope',
+    metadata: { name: 'team-a', namespace: 'team-a', uid: 'uid-scope', generation: 1, resourceVersion: '1' },
+    spec: { allowedNamespaces: ['team-a', 'team-a-canary'], deniedNamespaces: [] },
+  }]
+  const profile = structuredClone(loadExampleCr('profile-deployments.yaml')) as KubeObject & { spec: { attributes: Record<string, unknown>[] } }
+  profile.spec.attributes.push({ name: 'odd', cel: "object.spec.replicas == 2 ? 1 / 0 : 1" })
+  const objects = Array.from({ length: 2000 }, (_, i) => {
+    const o = deployment(i, { managedFields: true, ...(i % 3 === 0 ? { namespace: 'team-a-canary' } : {}) })
+    ;(o as { spec: { replicas: number } }).spec.replicas = 1 + (i % 7)
+    return o
+  })
+  return { target, scopes, profile, objects }
+}
+
 describe('incremental target syncs', () => {
   const servers = keptAndPlain(recording)
   before(servers.start)
@@ -251,26 +271,6 @@ describe('incremental target syncs', () => {
     return { joined: of('joined'), whole: of('whole') }
   }
 
-  /** A target of its own over two namespaces (their keys sort otherwise than their items), some objects failing. */
-  function largeTarget(name: string): { target: KubeObject; scopes: KubeObject[]; profile: KubeObject; objects: KubeObject[] } {
-    const target = structuredClone(loadExampleCr('target-deployments.yaml')) as KubeObject & { spec: Record<string, unknown> }
-    Object.assign(target.metadata as object, { name, uid: `uid-${name}` })
-    target.spec['namespaces'] = ['team-a', 'team-a-canary']
-    const scopes: KubeObject[] = [{
-      apiVersion: 'kollect.dev/v1alpha1', kind: 'KollectScope',
-      metadata: { name: 'team-a', namespace: 'team-a', uid: 'uid-scope', generation: 1, resourceVersion: '1' },
-      spec: { allowedNamespaces: ['team-a', 'team-a-canary'], deniedNamespaces: [] },
-    }]
-    const profile = structuredClone(loadExampleCr('profile-deployments.yaml')) as KubeObject & { spec: { attributes: Record<string, unknown>[] } }
-    profile.spec.attributes.push({ name: 'odd', cel: "object.spec.replicas == 2 ? 1 / 0 : 1" })
-    const objects = Array.from({ length: 2000 }, (_, i) => {
-      const o = deployment(i, { managedFields: true, ...(i % 3 === 0 ? { namespace: 'team-a-canary' } : {}) })
-      ;(o as { spec: { replicas: number } }).spec.replicas = 1 + (i % 7)
-      return o
-    })
-    return { target, scopes, profile, objects }
-  }
-
   test('a large first sync is halved between two children, and answers and reports as one child extracting everything', async () => {
     const { objects, ...rest } = largeTarget('halved')
     const body = targetSyncRequest(objects, rest)
@@ -354,6 +354,20 @@ test('a target whose records pass its namespace share is not kept: its resyncs e
     assert.deepEqual(await objectsCounted(server), { reused: 1, extracted: 141 })
     const held = Number((await server.metrics.registry.getSingleMetricAsString('kollect_object_cache_bytes')).match(/^kollect_object_cache_bytes (\d+)$/m)?.[1])
     assert.ok(held > 0 && held <= 16 * 1024, `the small target's records are kept, within the share: ${held}`)
+  } finally {
+    await server.close()
+  }
+})
+
+test('KOLLECT_HALVE_SYNC_BYTES=0: a large first sync goes to one child whole, with the same answer', async () => {
+  const { objects, ...rest } = largeTarget('never-halved')
+  const server = await startHooksServer({ KOLLECT_HALVE_SYNC_BYTES: '0' })
+  try {
+    const res = await post(server.url + SYNC, goJson(targetSyncRequest(objects, rest)))
+    assert.equal(res.status, 200, res.text.slice(0, 300))
+    const status = (res.json() as Answer).status
+    assert.deepEqual([status.extractedCount, status.failedCount], [2000 - 286, 286])
+    assert.deepEqual((await server.metrics.halvedSyncs.get()).values.filter((v) => v.value > 0), [])
   } finally {
     await server.close()
   }

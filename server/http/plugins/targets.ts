@@ -35,6 +35,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
         metrics.syncObjects.inc({ result: 'extracted' }, extracted)
       },
       halved: (result) => metrics.halvedSyncs.inc({ result }),
+      halveBytes: config.halveSyncBytes,
       failed: (message) => app.log.error({ error: message }, 'keeping a target sync\'s object records failed'),
     },
   )
