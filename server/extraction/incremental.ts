@@ -195,16 +195,32 @@ export class IncrementalSyncs {
       return { outcome, scanMs, settle: NOTHING }
     }
     if (!plan.reduced) {
+      let fresh = halves?.fresh
+      let mergeMs = halves?.mergeMs
+      // One child's whole answer for a target with kept records: only what changed since their report goes to the exporter.
+      const { previous } = plan
+      if (!halves && previous && outcome.result.records && outcome.result.report && !outcome.result.stopped) {
+        const reading = performance.now()
+        const { report, records: wire } = outcome.result
+        const decoded = decodeRecords(wire.meta, report.json)
+        if (decoded) {
+          fresh = decoded.records
+          const { target, generation, uid, checksum } = report
+          const head = { target, generation, ...(uid ? { uid } : {}), checksum, base: previous.checksum }
+          const changed = changes(previous.records, fresh, fresh, head, decoded.failedKeys)
+          outcome = { ...outcome, result: { ...outcome.result, report: { ...report, changes: changed } } }
+        }
+        mergeMs = performance.now() - reading
+      }
       const { result } = outcome
-      const fresh = halves?.fresh
       this.observe.counted?.(0, fresh?.size ?? result.records?.objects ?? 0)
-      const records = () => fresh ?? (result.records && result.report ? decodeRecords(result.records.meta, result.report.json) : null)
+      const records = () => fresh ?? (result.records && result.report ? decodeRecords(result.records.meta, result.report.json)?.records ?? null : null)
       // The rest of the body is read once the answer has gone: it only serves the next sync.
       const settle = (whole: boolean, keyed?: (digest: string) => void) => {
         if (!whole) this.forget(plan)
         else if (plan.keep) void this.remember(plan, result.report?.json.length ?? 0, records, keyed)
       }
-      return { outcome, scanMs, ...(halves?.mergeMs === undefined ? {} : { mergeMs: halves.mergeMs }), settle }
+      return { outcome, scanMs, ...(mergeMs === undefined ? {} : { mergeMs }), settle }
     }
     const merging = performance.now()
     const merged = this.merge(plan, outcome.result)
@@ -369,7 +385,7 @@ export class IncrementalSyncs {
       const outcome = await run(parts, job)
       const done = performance.now()
       const r = outcome.kind === 'done' ? outcome.result : null
-      const records = r?.records && r.report && !r.stopped ? decodeRecords(r.records.meta, r.report.json) : null
+      const records = r?.records && r.report && !r.stopped ? decodeRecords(r.records.meta, r.report.json)?.records ?? null : null
       return { outcome, done, records }
     }
     const [first, second] = await Promise.all([
@@ -415,7 +431,7 @@ export class IncrementalSyncs {
   /** A reduced plan's child answer, with the kept records added in: the answer for the whole body. */
   private merge(plan: SyncPlan, result: ChildResult): Merged {
     if (!result.records || !result.report) return { kind: 'as-is' }
-    const fresh = decodeRecords(result.records.meta, result.report.json)
+    const fresh = decodeRecords(result.records.meta, result.report.json)?.records
     if (!fresh || fresh.size !== plan.extracting) return { kind: 'whole' }
     const entry = this.entry(plan, fresh)
     if (!entry) return { kind: 'whole' }

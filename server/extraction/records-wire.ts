@@ -54,8 +54,14 @@ export function encodeRecords(records: readonly (readonly [string, ObjectRecord<
   return JSON.stringify({ objects, bytes: items.map((i) => i.bytes) })
 }
 
+/** What decodeRecords() reads: the records by key, and the report's failedKeys. */
+export interface Decoded {
+  records: Map<string, ObjectRecord<string>>
+  failedKeys: string[]
+}
+
 /** The records by key, each item as its text in the report; null when the bytes are not what encodeRecords and JSON.stringify wrote. */
-export function decodeRecords(meta: Buffer, report: Buffer): Map<string, ObjectRecord<string>> | null {
+export function decodeRecords(meta: Buffer, report: Buffer): Decoded | null {
   const wire = JSON.parse(meta.toString('utf8')) as { objects?: WireObject[]; bytes?: number[] }
   const parsed = JSON.parse(report.toString('utf8')) as TargetReport
   const itemsAt = objectMembers(report, 0)?.members.find((m) => m.key === 'items')
@@ -84,5 +90,5 @@ export function decodeRecords(meta: Buffer, report: Buffer): Map<string, ObjectR
     }
     out.set(key, record)
   }
-  return out
+  return Array.isArray(parsed.failedKeys) ? { records: out, failedKeys: parsed.failedKeys } : null
 }

@@ -321,6 +321,23 @@ describe('incremental target syncs', () => {
     assert.deepEqual([again.reused, again.extracted], [0, 2000])
   })
 
+  test('a sync in which every object changed its bytes, for one child, sends the exporter only what changed since the kept records\' report', async () => {
+    const target = structuredClone(loadExampleCr('target-deployments.yaml'))
+    Object.assign(target.metadata as object, { name: 'all-moved', uid: 'uid-all-moved' })
+    const objects = Array.from({ length: 10 }, (_, i) => deployment(i))
+    const cacheBytes = async () => (await servers.kept.metrics.registry.getSingleMetric('kollect_object_cache_bytes')?.get())?.values[0]?.value ?? 0
+    const before = await cacheBytes()
+    await both(targetSyncRequest(objects, { target }))
+    await pollUntil('the first sync\'s records are kept', async () => (await cacheBytes()) > before, { timeoutMs: 10_000 })
+    objects.forEach((o, i) => bump(o, String(970_000 + i)))
+    bump(objects[3] as KubeObject, '980003', 6)
+    objects.splice(7, 1)
+    const changesBefore = servers.kept.changes
+    const moved = await both(targetSyncRequest(objects, { target }))
+    assert.deepEqual([moved.reused, moved.extracted], [0, 9])
+    assert.equal(servers.kept.changes, changesBefore + 1, 'a report of changes, which the exporter took')
+  })
+
   test("one target's records never answer another's, in the same namespace or another", async () => {
     const objects = Array.from({ length: 3 }, (_, i) => deployment(i))
     const a = structuredClone(loadExampleCr('target-deployments.yaml'))
