@@ -429,23 +429,6 @@ function readMember(b: Uint8Array, keyStart: number, read: { key: string; end: n
   return end < 0 ? null : { key, keyStart, start, end }
 }
 
-/** The byte ranges of the elements of the JSON array whose `[` is at b[start], or null. */
-export function arrayElements(b: Uint8Array, start: number): { start: number; end: number }[] | null {
-  if (b[start] !== OPEN_BRACKET) return null
-  const elements: { start: number; end: number }[] = []
-  let i = skipSpace(b, start + 1)
-  if (b[i] === CLOSE_BRACKET) return elements
-  for (;;) {
-    const end = skipValue(b, i)
-    if (end < 0) return null
-    elements.push({ start: i, end })
-    i = skipSpace(b, end)
-    if (b[i] === CLOSE_BRACKET) return elements
-    if (b[i] !== COMMA) return null
-    i = skipSpace(b, i + 1)
-  }
-}
-
 /** MemberScan in one go. */
 export function objectMembers(b: Uint8Array, start: number, previous?: Known): { members: ScannedMember[]; end: number } | null {
   const scan = new MemberScan(b, start, { previous })

@@ -183,12 +183,14 @@ function main(): void {
         target: synced.target, ...(synced.uid ? { uid: synced.uid } : {}),
         generation: synced.generation, checksum: synced.checksum, itemCount: synced.items.length,
       }
-      report = synced ? JSON.stringify(synced) : ''
+      report = ''
       if (collected?.tallied && synced) {
-        const meta = encodeRecords(collected.records, collected.tallied.items)
-        records = { metaBytes: Buffer.byteLength(meta), objects: collected.records.length }
-        report = meta + report
-      }
+        // Written from its items' texts, with their places in it: the server reads the records without parsing the report.
+        const { target, generation, uid, checksum } = synced
+        const wire = encodeRecords({ target, generation, ...(uid ? { uid } : {}), checksum }, collected.records, collected.tallied)
+        records = { metaBytes: Buffer.byteLength(wire.meta), objects: collected.records.length }
+        report = wire.meta + wire.report
+      } else if (synced) report = JSON.stringify(synced)
       phases.serialise = performance.now() - serialising
     } catch (err) {
       // A bug, not the profile's doing: the server logs it; the message stays out of status.

@@ -2,10 +2,8 @@
 // report: each object's part in the sync and its item's place in the report. The server sends
 // the report on as it is, and keeps each item as its text there, so a kept item is never
 // serialised again; and it writes reports from kept items' texts (reportJson).
-import { itemHash } from '../../api/canonical.js'
-import type { Item, ObjectRef, TargetReport } from '../../api/types.js'
+import type { Item, ObjectRef } from '../../api/types.js'
 import type { ItemRecord, ObjectRecord, Tallied } from '../../hooks/target-tally.js'
-import { arrayElements, objectMembers } from './body-scan.js'
 
 export interface ReportHead {
   target: ObjectRef
@@ -17,41 +15,57 @@ export interface ReportHead {
   removedKeys?: string[]
 }
 
-/** The report's JSON, as JSON.stringify writes a TargetReport, from its items' texts. */
-export function reportJson(head: ReportHead, tallied: Pick<Tallied<string>, 'items' | 'failedKeys'>): Buffer {
-  const { items, failedKeys } = tallied
-  const texts = new Array<string>(items.length)
-  const hashes = new Array<string>(items.length)
-  const generations = new Array<number | null>(items.length)
+/** The report's JSON text, as JSON.stringify writes a TargetReport, from its items' texts (in order); and where each text starts in it. */
+function reportText(
+  head: ReportHead, texts: string[], hashes: string[], generations: (number | null)[], failedKeys: string[],
+): { text: string; starts: number[] } {
   const open = `{"target":${JSON.stringify(head.target)},"generation":${head.generation}${head.uid ? `,"uid":${JSON.stringify(head.uid)}` : ''},` +
     `"checksum":${JSON.stringify(head.checksum)},"items":[`
-  items.forEach((item, i) => {
-    texts[i] = item.value
-    hashes[i] = item.hash
-    generations[i] = item.generation
-  })
+  const starts = new Array<number>(texts.length)
+  let at = open.length
+  for (let i = 0; i < texts.length; i++) {
+    starts[i] = at
+    at += (texts[i] as string).length + 1
+  }
   const changes = head.base === undefined ? '' : `,"base":${JSON.stringify(head.base)},"removedKeys":${JSON.stringify(head.removedKeys ?? [])}`
   const close = `],"failedKeys":${JSON.stringify(failedKeys)},"itemHashes":${JSON.stringify(hashes)},` +
     `"itemGenerations":${JSON.stringify(generations)}${changes}}`
-  return Buffer.from(open + texts.join(',') + close)
+  return { text: open + texts.join(',') + close, starts }
+}
+
+/** The report's JSON, as JSON.stringify writes a TargetReport, from its items' texts. */
+export function reportJson(head: ReportHead, tallied: Pick<Tallied<string>, 'items' | 'failedKeys'>): Buffer {
+  const { items, failedKeys } = tallied
+  const { text } = reportText(head, items.map((i) => i.value), items.map((i) => i.hash), items.map((i) => i.generation), failedKeys)
+  return Buffer.from(text)
 }
 
 /** Per object: key, matched, failure, failedKey, its item's index in the report (-1: none). */
 type WireObject = [string, 0 | 1, string | null, string | null, number]
+/** Per item, in report order: hash, generation, its order (group, version, kind, namespace, name, uid), its text's start and length. */
+type WireItem = [string, number | null, ...ItemRecord<string>['order'], number, number]
 
 /**
- * The records' JSON, for the report the same tally made (items: the tally's, in report order).
- * Each item's text, hash, generation and identity are the report's own: read from it only when
- * the records are kept, so that a first sync's answer does not wait for them.
+ * A target report's text, written by the child from its items' texts (reportText), and the
+ * records' JSON for it: each object's part, and each item's hash, generation, identity and place
+ * in the text, so that the server reads the records without parsing the report.
  */
-export function encodeRecords(records: readonly (readonly [string, ObjectRecord<Item>])[], items: readonly ItemRecord<Item>[]): string {
+export function encodeRecords(
+  head: ReportHead, records: readonly (readonly [string, ObjectRecord<Item>])[], tallied: Pick<Tallied<Item>, 'items' | 'failedKeys'>,
+): { meta: string; report: string } {
+  const { items, failedKeys } = tallied
+  const texts = items.map((item) => JSON.stringify(item.value))
+  const hashes = items.map((item) => item.hash)
+  const { text, starts } = reportText(head, texts, hashes, items.map((item) => item.generation), failedKeys)
   const index = new Map<ItemRecord<Item>, number>()
   items.forEach((item, i) => index.set(item, i))
   const objects = records.map(([key, r]): WireObject => [
     key, r.matched ? 1 : 0, r.failure ?? null, r.failedKey ?? null, r.item ? (index.get(r.item) ?? -1) : -1,
   ])
+  const placed = items.map((item, i): WireItem => [item.hash, item.generation, ...item.order, starts[i] as number, (texts[i] as string).length])
   // The attributes' bytes count against the sync's bound (ItemRecord.bytes); the report does not carry them.
-  return JSON.stringify({ objects, bytes: items.map((i) => i.bytes) })
+  const meta = JSON.stringify({ objects, items: placed, bytes: items.map((i) => i.bytes), failedKeys })
+  return { meta, report: text }
 }
 
 /** What decodeRecords() reads: the records by key, and the report's failedKeys. */
@@ -60,26 +74,21 @@ export interface Decoded {
   failedKeys: string[]
 }
 
-/** The records by key, each item as its text in the report; null when the bytes are not what encodeRecords and JSON.stringify wrote. */
+/** The records by key, each item as its text in the report; null when the bytes are not what encodeRecords wrote. */
 export function decodeRecords(meta: Buffer, report: Buffer): Decoded | null {
-  const wire = JSON.parse(meta.toString('utf8')) as { objects?: WireObject[]; bytes?: number[] }
-  const parsed = JSON.parse(report.toString('utf8')) as TargetReport
-  const itemsAt = objectMembers(report, 0)?.members.find((m) => m.key === 'items')
-  const texts = itemsAt && arrayElements(report, itemsAt.start)
-  if (!Array.isArray(wire.objects) || !Array.isArray(wire.bytes) || !texts) return null
-  if (texts.length !== parsed.items.length || wire.bytes.length !== texts.length) return null
-  const items = texts.map(({ start, end }, i): ItemRecord<string> => {
-    const item = parsed.items[i] as Item
-    return {
-      value: report.toString('utf8', start, end),
-      hash: parsed.itemHashes?.[i] ?? itemHash(item),
-      generation: parsed.itemGenerations?.[i] ?? null,
-      bytes: wire.bytes?.[i] as number,
-      order: [item.group, item.version, item.kind, item.namespace, item.name, item.uid],
-    }
-  })
+  const wire = JSON.parse(meta.toString('utf8')) as { objects?: WireObject[]; items?: WireItem[]; bytes?: number[]; failedKeys?: string[] }
+  const { objects, items: placed, bytes, failedKeys } = wire
+  if (!Array.isArray(objects) || !Array.isArray(placed) || !Array.isArray(bytes) || !Array.isArray(failedKeys) || bytes.length !== placed.length) return null
+  const text = report.toString('utf8')
+  const items: ItemRecord<string>[] = new Array(placed.length)
+  for (let i = 0; i < placed.length; i++) {
+    const [hash, generation, group, version, kind, namespace, name, uid, start, length] = placed[i] as WireItem
+    // Each item's text is an object where the records say it is.
+    if (text.charCodeAt(start) !== 0x7b || text.charCodeAt(start + length - 1) !== 0x7d) return null
+    items[i] = { value: text.slice(start, start + length), hash, generation, bytes: bytes[i] as number, order: [group, version, kind, namespace, name, uid] }
+  }
   const out = new Map<string, ObjectRecord<string>>()
-  for (const [key, matched, failure, failedKey, itemIndex] of wire.objects) {
+  for (const [key, matched, failure, failedKey, itemIndex] of objects) {
     const record: ObjectRecord<string> = { matched: matched === 1 }
     if (failure !== null) record.failure = failure
     if (failedKey !== null) record.failedKey = failedKey
@@ -90,5 +99,5 @@ export function decodeRecords(meta: Buffer, report: Buffer): Decoded | null {
     }
     out.set(key, record)
   }
-  return Array.isArray(parsed.failedKeys) ? { records: out, failedKeys: parsed.failedKeys } : null
+  return { records: out, failedKeys }
 }

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type { Item } from '../../../api/types.js'
+import { syncTarget } from '../../../hooks/target.js'
+import type { ObjectRecord, Tallied } from '../../../hooks/target-tally.js'
+import { decodeRecords, encodeRecords } from '../../../server/extraction/records-wire.js'
+import { deployment, loadExampleCr, targetSyncRequest } from '../../support/metacontroller.js'
+
+// What an extraction child sends along with a target report (its records, and its items' places
+// in the report's text), and what the server reads back without parsing the report.
+
+test('the report is what JSON.stringify writes, and the records read back give each item its text, hash, generation and identity', () => {
+  const objects = Array.from({ length: 40 }, (_, i) => deployment(i, i % 4 === 0 ? { namespace: 'team-a-canary' } : {}))
+  // Text past ASCII, where bytes and characters part: the places are in characters of the decoded text.
+  for (const [i, o] of objects.entries()) {
+    ;(o.metadata as { labels: Record<string, string> }).labels['note'] = i % 3 === 0 ? 'é中😀' : 'plain'
+    ;(o as { spec: { replicas: number } }).spec.replicas = 1 + (i % 7)
+  }
+  const profile = structuredClone(loadExampleCr('profile-deployments.yaml')) as { spec: { attributes: Record<string, unknown>[] } }
+  profile.spec.attributes.push({ name: 'note', cel: "object.metadata.labels['note']" })
+  profile.spec.attributes.push({ name: 'odd', cel: 'object.spec.replicas == 2 ? 1 / 0 : 1' })
+  const records: [string, ObjectRecord<Item>][] = []
+  let tallied: Tallied<Item> | null = null
+  const sink = { add: (key: string, record: ObjectRecord<Item>) => void records.push([key, record]), complete: (t: Tallied<Item>) => { tallied = t } }
+  const { report } = syncTarget(targetSyncRequest(objects, { profile: profile as never }) as never, { plural: { plural: 'deployments', source: 'spec' }, records: sink })
+  assert.ok(report && tallied)
+  const done = tallied as Tallied<Item>
+  const { target, generation, uid, checksum } = report
+  const wire = encodeRecords({ target, generation, ...(uid ? { uid } : {}), checksum }, records, done)
+  assert.equal(wire.report, JSON.stringify(report))
+  assert.ok(wire.report.includes('é中😀'), 'items past ASCII in the report')
+
+  const read = decodeRecords(Buffer.from(wire.meta), Buffer.from(wire.report))
+  assert.ok(read)
+  assert.deepEqual(read.failedKeys, report.failedKeys)
+  assert.equal(read.records.size, records.length)
+  for (const [key, record] of records) {
+    const got = read.records.get(key)
+    assert.equal(got?.matched, record.matched, key)
+    assert.equal(got?.failure, record.failure, key)
+    assert.equal(got?.failedKey, record.failedKey, key)
+    if (!record.item) {
+      assert.equal(got?.item, undefined, key)
+      continue
+    }
+    assert.equal(got?.item?.value, JSON.stringify(record.item.value), key)
+    assert.deepEqual({ ...got?.item, value: undefined }, { ...record.item, value: undefined }, key)
+  }
+  assert.ok(records.some(([, r]) => r.failure), 'some objects failed')
+})
+
+test('records whose places do not hold an item are refused, not read as something else', () => {
+  const records: [string, ObjectRecord<Item>][] = []
+  let tallied: Tallied<Item> | null = null
+  const sink = { add: (key: string, record: ObjectRecord<Item>) => void records.push([key, record]), complete: (t: Tallied<Item>) => { tallied = t } }
+  const { report } = syncTarget(targetSyncRequest([deployment(1), deployment(2)]) as never, { plural: { plural: 'deployments', source: 'spec' }, records: sink })
+  assert.ok(report && tallied)
+  const wire = encodeRecords({ target: report.target, generation: report.generation, checksum: report.checksum }, records, tallied)
+  assert.ok(decodeRecords(Buffer.from(wire.meta), Buffer.from(wire.report)))
+  // One character more in front: every place is off by one.
+  assert.equal(decodeRecords(Buffer.from(wire.meta), Buffer.from(' ' + wire.report)), null)
+})
