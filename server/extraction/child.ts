@@ -8,6 +8,7 @@ import net from 'node:net'
 import type { HeldReport, Item } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { PluralResolution } from '../../hooks/plural.js'
+import { heldReport } from '../../api/report.js'
 import { syncRequest, type SyncRequest } from '../../hooks/request.js'
 import { syncTarget, type RecordSink, type SyncPhases } from '../../hooks/target.js'
 import type { ObjectRecord, Tallied } from '../../hooks/target-tally.js'
@@ -179,15 +180,11 @@ function main(): void {
       const { report: synced, ...rest } = syncTarget(job.request, { plural, limits: job.limits, phases, ...(collected ? { records: collected } : {}) })
       const serialising = performance.now()
       head = JSON.stringify(rest)
-      summary = synced && {
-        target: synced.target, ...(synced.uid ? { uid: synced.uid } : {}),
-        generation: synced.generation, checksum: synced.checksum, itemCount: synced.items.length,
-      }
+      summary = synced && { ...heldReport(synced), itemCount: synced.items.length }
       report = ''
       if (collected?.tallied && synced) {
         // Written from its items' texts, with their places in it: the server reads the records without parsing the report.
-        const { target, generation, uid, checksum } = synced
-        const wire = encodeRecords({ target, generation, ...(uid ? { uid } : {}), checksum }, collected.records, collected.tallied)
+        const wire = encodeRecords(heldReport(synced), collected.records, collected.tallied)
         records = { metaBytes: Buffer.byteLength(wire.meta), objects: collected.records.length }
         report = wire.meta + wire.report
       } else if (synced) report = JSON.stringify(synced)

@@ -6,6 +6,7 @@
 // and the same report, that extracting every object gives (hooks/target-tally.ts).
 import { createHash } from 'node:crypto'
 import { setImmediate } from 'node:timers/promises'
+import { heldReport } from '../../api/report.js'
 import type { KollectTargetSpec, KubeObject, TargetStatus } from '../../api/types.js'
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { PluralResolution } from '../../hooks/plural.js'
@@ -205,9 +206,7 @@ export class IncrementalSyncs {
         const decoded = decodeRecords(wire.meta, report.json)
         if (decoded) {
           fresh = decoded.records
-          const { target, generation, uid, checksum } = report
-          const head = { target, generation, ...(uid ? { uid } : {}), checksum, base: previous.checksum }
-          const changed = changes(previous.records, fresh, fresh, head, decoded.failedKeys)
+          const changed = changes(previous.records, fresh, fresh, { ...heldReport(report), base: previous.checksum }, decoded.failedKeys)
           outcome = { ...outcome, result: { ...outcome.result, report: { ...report, changes: changed } } }
         }
         mergeMs = performance.now() - reading
@@ -585,11 +584,10 @@ function answerFor(
   child: SyncResponse<TargetStatus>, report: ReportSummary, tallied: Tallied<string>,
 ): { response: SyncResponse<TargetStatus>; head: ReportHead } {
   const { counts, checksum } = tallied
-  const { target, uid, generation } = report
+  const { generation } = report
   const status = child.status
   const conditions = [extractedCondition(counts, generation), ...(status.conditions ?? []).filter((c) => c.type !== 'Ready')]
-  const head = { target, generation, ...(uid ? { uid } : {}), checksum }
-  return { response: targetResponse(counts, checksum, status.resource, conditions, generation), head }
+  return { response: targetResponse(counts, checksum, status.resource, conditions, generation), head: heldReport({ ...report, checksum }) }
 }
 
 /**

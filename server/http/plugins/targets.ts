@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { refKey } from '../../../api/canonical.js'
-import { withSequence } from '../../../api/report.js'
+import { heldReport, withSequence } from '../../../api/report.js'
 import type { KollectTargetSpec } from '../../../api/types.js'
 import { parentRef, parentSpec, syncRequest, type CustomizeRequest } from '../../../hooks/request.js'
 import { abortedTargetSync, customizeTarget, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from '../../../hooks/target.js'
@@ -132,8 +132,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       settle(whole, (other) => { if (digest !== null) unchanged.alias(digest, other) })
       // Kept only when the exporter took the whole report: then a byte-identical resync would get this answer again.
       if (digest !== null && whole && report) {
-        const { target: ref, uid, generation, checksum } = report
-        unchanged.remember(digest, response, { target: ref, ...(uid ? { uid } : {}), generation, checksum })
+        unchanged.remember(digest, response, heldReport(report))
       }
       const reportMs = performance.now() - reporting
       app.extractPool.lastPhases = { receive: received, digest: digested, scan: scanMs, ...outcome.phases, merge: mergeMs ?? 0, report: reportMs }
