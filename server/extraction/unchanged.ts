@@ -14,8 +14,8 @@ interface Entry {
 /**
  * The last answers to target syncs, by a digest of the whole body: a GMAC under the process's own
  * key, as a span's (body-scan.ts), four times as fast as SHA-256 on a body that has to be hashed
- * as it comes. Nobody who sends bodies knows the key or sees a digest, so no body can pass for another. A resync in which nothing
- * changed arrives byte for byte as the last one (Metacontroller sends the same objects, and the
+ * as it comes. Nobody who sends bodies knows the key or sees a digest, so no body can pass for
+ * another. A resync in which nothing changed arrives byte for byte as the last one (Metacontroller sends the same objects, and the
  * target's status it wrote back from that answer), so its answer is the same: the route gives it
  * without parsing or extracting anything, once the exporter says it still holds the report that
  * answer sent (an exporter that restarted, or a replica that missed it, gets it again). Only an
