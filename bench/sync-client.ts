@@ -3,13 +3,15 @@
 // client and the server shared one event loop: sending a 25 MiB body took the server's time,
 // and building the next body blocked the server past its keep-alive, which reset the socket
 // (the ECONNRESET of the 50k round, issue 28). The body travels through a file, read before the
-// clock starts.
+// clock starts. It loads nothing but the request (test/support/http-post.ts): importing it from
+// the hooks server's test support loaded the whole server, and collecting that 45 MB heap at
+// every send took the CPU the server needed for the body (0.2 of the incremental baseline).
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { post } from '../test/support/hooks-server.js'
+import { post } from '../test/support/http-post.js'
 
 interface Ask { id: number; url: string; file: string; token?: string }
 interface Answer { id: number; ms: number; status: number; text: string; error?: string }

@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs'
-import { request as httpRequest, type IncomingMessage } from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
@@ -13,6 +12,9 @@ import { createMetrics, type Metrics } from '../../server/process/metrics.js'
 import { enableLinearRegExps } from '../../server/process/regexp-engine.js'
 import type { Exporter } from '../../exporter/index.js'
 import type { ExporterClient, InventoryStatus, ProfileStatus, SinkStatus, TargetStatus } from '../../api/types.js'
+import type { RawResponse } from './http-post.js'
+
+export { post, readResponse, type RawResponse } from './http-post.js'
 
 export interface HooksServer {
   url: string
@@ -79,13 +81,6 @@ async function listenHooks(env: Record<string, string>, exporterFor: ExporterFor
   }
 }
 
-export interface RawResponse {
-  status: number
-  headers: Record<string, string | string[] | undefined>
-  text: string
-  json(): unknown
-}
-
 /**
  * A hook answer's status. Every status field is optional and the kinds agree on the fields they
  * share, so one type reads them all; which fields a route writes is the test's to assert.
@@ -94,37 +89,6 @@ export type AnyStatus = TargetStatus & InventoryStatus & ProfileStatus & SinkSta
 
 export function statusOf(res: RawResponse): AnyStatus {
   return (res.json() as { status: AnyStatus }).status
-}
-
-/**
- * POST as Metacontroller's Go client does: compact JSON, Content-Type application/json,
- * Content-Length, Accept-Encoding gzip, Go-http-client/1.1. Raw http, so nothing is normalised.
- */
-export function post(url: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const data = typeof body === 'string' ? Buffer.from(body) : body
-    const req = httpRequest(url, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Length': String(data.length), 'Accept-Encoding': 'gzip', 'User-Agent': 'Go-http-client/1.1', ...headers },
-    }, (res) => {
-      readResponse(res).then(resolve, reject)
-    })
-    req.on('error', reject)
-    req.end(data)
-  })
-}
-
-/** The whole response body, as text and parsed on demand. */
-export function readResponse(res: IncomingMessage): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    res.on('data', (c: Buffer) => chunks.push(c))
-    res.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8')
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
-    })
-    res.on('error', reject)
-  })
 }
 
 export async function get(url: string): Promise<RawResponse> {
