@@ -22,9 +22,17 @@ export interface SlotEvents<J> {
   exit(slot: Slot<J>, code: number | null, signal: NodeJS.Signals | null): void
 }
 
+/**
+ * Where a child's old generation starts (MiB): a sync's parse moves its objects there (70 MB for
+ * half of a 25 MiB body), and from V8's small initial limit each sync set off a full collection
+ * mid-sync, marking on both cores while the other half's child worked (bench/README.md, cold).
+ */
+const INITIAL_OLD_SPACE_MB = 256
+
 /** A new child with its own heap limit; it takes a role (shared or reserve) through assignRole. */
 export function spawnSlot<J>(memoryMb: number, on: SlotEvents<J>): Slot<J> {
-  const execArgv = [...process.execArgv.filter((a) => !a.startsWith('--max-old-space-size')), `--max-old-space-size=${memoryMb}`]
+  const heap = [`--max-old-space-size=${memoryMb}`, `--initial-old-space-size=${Math.min(INITIAL_OLD_SPACE_MB, Math.floor(memoryMb / 2))}`]
+  const execArgv = [...process.execArgv.filter((a) => !a.startsWith('--max-old-space-size') && !a.startsWith('--initial-old-space-size')), ...heap]
   const child = fork(CHILD_URL, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'ipc'] })
   const pipe = child.stdio[3] as Socket
   const slot: Slot<J> = { child, pipe, reserve: false, job: null, ready: false }

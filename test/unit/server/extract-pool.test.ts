@@ -1,6 +1,7 @@
 import { test } from 'node:test'
 import { parsedReport } from '../../../api/report.js'
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { getPriority } from 'node:os'
 import { DEFAULT_LIMITS } from '../../../hooks/limits.js'
 import { ExtractPool, type PoolOutcome } from '../../../server/extraction/pool.js'
@@ -58,6 +59,21 @@ test('a child switches on the linear-time RegExp engine itself: matches() compil
     assert.equal(await run("object.metadata.annotations.s.matches('^(a+)+$')"), false)
   } finally {
     await pool.close()
+  }
+})
+
+test('every child runs with the heap limit it is given, and an old generation that starts at half of it (at most 256 MiB)', async () => {
+  for (const [memoryMb, initial] of [[256, 128], [2048, 256]] as const) {
+    const pool = new ExtractPool({ size: 1, reserve: 1, timeoutMs: 2000, memoryMb, limits: DEFAULT_LIMITS, resolvePlural: async () => ({ plural: 'deployments', source: 'spec' }) })
+    try {
+      assert.ok(await pool.ready(30_000))
+      for (const pid of pool.pids()) {
+        const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+        assert.deepEqual(args.filter((a) => /^--(max|initial)-old-space-size=/.test(a)), [`--max-old-space-size=${memoryMb}`, `--initial-old-space-size=${initial}`])
+      }
+    } finally {
+      await pool.close()
+    }
   }
 })
 
