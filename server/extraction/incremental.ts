@@ -20,6 +20,7 @@ import type { ReportSummary } from './child.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
 import { jsonScanStart, readJson, Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanResult, type ScanMark } from '../protocol/json-depth.js'
 import { Arrival } from './arrival.js'
+import type { BoundsScanner } from './bounds-scanner.js'
 import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
 
 export interface SyncPlan {
@@ -160,6 +161,8 @@ export class IncrementalSyncs {
       halveBytes?: number
       /** A bug while keeping records after the answer has gone (never request data). */
       failed?: (message: string) => void
+      /** Where the bounds scan of a shared arrival runs off the main thread (bounds-scanner.ts). */
+      scanner?: BoundsScanner
     } = {},
     private readonly now: () => number = Date.now,
   ) {}
@@ -361,6 +364,8 @@ export class IncrementalSyncs {
    * byte. Undefined when it is too deep (the child scans it again and refuses it) or did not come whole.
    */
   private async bounds(arrival: Arrival, marks?: ScanMark[]): Promise<Scan.Plain | Scan.Suspect | undefined> {
+    const offloaded = this.observe.scanner?.scan(arrival, this.limits.maxJsonDepth, marks)
+    if (offloaded) return offloaded
     const state = { ...jsonScanStart(), ...(marks ? { marks } : {}) }
     const max = this.limits.maxJsonDepth
     for (; arrival.state === 'arriving'; await arrival.more(READ_AHEAD)) {

@@ -11,6 +11,7 @@ import { ObjectCache } from '../../extraction/object-cache.js'
 import type { JobInfo } from '../../extraction/outcome.js'
 import type { Gmac } from '../../extraction/body-scan.js'
 import { UnchangedSyncs } from '../../extraction/unchanged.js'
+import { BoundsScanner } from '../../extraction/bounds-scanner.js'
 import { KollectError } from '../../protocol/errors.js'
 import { customizeSchema, syncSchema } from '../../protocol/request-schemas.js'
 import { arrivingBody } from './arriving-body.js'
@@ -28,6 +29,8 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
   // raw bytes only (and sniffs the namespace that queues them).
   const nextSequence = reportSequence()
   const unchanged = new UnchangedSyncs(config.unchangedSyncs)
+  const scanner = new BoundsScanner()
+  app.addHook('onClose', async () => scanner.close())
   const incremental = new IncrementalSyncs(
     new ObjectCache(config.objectCacheBytes, config.objectCacheNamespaceShare), deps.resolvePlural, config.limits, {
       counted(reused, extracted) {
@@ -37,6 +40,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       halved: (result) => metrics.halvedSyncs.inc({ result }),
       halveBytes: config.halveSyncBytes,
       failed: (message) => app.log.error({ error: message }, 'keeping a target sync\'s object records failed'),
+      scanner,
     },
   )
   metrics.setObjectCacheBytes(() => incremental.cache.bytes)
