@@ -1,5 +1,5 @@
 // The main thread's side of bounds-thread.ts: one thread that scans one arriving body at a time.
-// A body that finds it busy (or an arrival that is not shared) is scanned on the main thread, as
+// A body that finds it busy (or one that cannot be shared) is scanned on the main thread, as
 // before; a thread that fails is replaced at the next body, and its scan is the child's to do.
 import { Worker } from 'node:worker_threads'
 import type { Scan, ScanMark } from '../protocol/json-depth.js'

@@ -8,7 +8,7 @@ import { parentPort } from 'node:worker_threads'
 import { jsonScanStart, Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanResult, type ScanMark } from '../protocol/json-depth.js'
 import { ArrivalControl, ArrivalPhase } from './arrival.js'
 
-/** A scan to run: the body's bytes and its control words (Arrival.shared), the nesting bound, the marks to note. */
+/** A scan to run: the body's bytes and its control words (Arrival.share()), the nesting bound, the marks to note. */
 export interface ScanJob {
   buffer: SharedArrayBuffer
   control: SharedArrayBuffer

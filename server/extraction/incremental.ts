@@ -161,7 +161,7 @@ export class IncrementalSyncs {
       halveBytes?: number
       /** A bug while keeping records after the answer has gone (never request data). */
       failed?: (message: string) => void
-      /** Where the bounds scan of a shared arrival runs off the main thread (bounds-scanner.ts). */
+      /** Where the bounds scan of a large arriving body runs off the main thread (bounds-scanner.ts). */
       scanner?: BoundsScanner
     } = {},
     private readonly now: () => number = Date.now,

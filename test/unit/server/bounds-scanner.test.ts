@@ -87,6 +87,22 @@ describe('BoundsScanner', () => {
     assert.equal(await again, Scan.Plain)
   })
 
+  test('a thread that ends mid-scan gives nothing, and the next body gets a new thread', async () => {
+    const bytes = body(2 * MiB)
+    const arrival = new Arrival(bytes.length)
+    arrival.push(bytes.subarray(0, 1000))
+    const scanning = scanner.scan(arrival, 512)
+    assert.ok(scanning)
+    await scanner.close()
+    assert.equal(await scanning, undefined)
+    await arrive(arrival, bytes.subarray(1000))
+    const next = new Arrival(bytes.length)
+    const again = scanner.scan(next, 512)
+    assert.ok(again, 'not busy, and a new thread')
+    await arrive(next, bytes)
+    assert.equal(await again, Scan.Plain)
+  })
+
   test('one body at a time; a small body, one of undeclared length and one that has ended stay on the main thread (null)', async () => {
     const bytes = body(2 * MiB)
     const first = new Arrival(bytes.length)
