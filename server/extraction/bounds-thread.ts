@@ -5,7 +5,7 @@
 // It runs no user expression and holds nothing but offsets: a scan it cannot finish is the
 // child's to do, as before.
 import { parentPort } from 'node:worker_threads'
-import { jsonScanStart, Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanResult, type ScanMark } from '../protocol/json-depth.js'
+import { jsonScanStart, type Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanToEnd, type ScanMark } from '../protocol/json-depth.js'
 import { ArrivalControl, ArrivalPhase } from './arrival.js'
 
 /** A scan to run: the body's bytes and its control words (Arrival.share()), the nesting bound, the marks to note. */
@@ -36,9 +36,8 @@ function run(job: ScanJob): ScanAnswer {
     const filled = Atomics.load(control, ArrivalControl.Filled)
     if (phase === ArrivalPhase.Failed) return {}
     if (phase === ArrivalPhase.Complete) {
-      if (!scanJsonFrom(bytes, job.max, state, filled)) return {}
-      const scan = scanResult(state)
-      return scan === Scan.TooDeep ? {} : { scan, ...(state.marks ? { marks: state.marks } : {}) }
+      const scan = scanToEnd(bytes, job.max, state, filled)
+      return scan === undefined ? {} : { scan, ...(state.marks ? { marks: state.marks } : {}) }
     }
     if (filled - SCAN_LOOKAHEAD > state.at) {
       if (!scanJsonFrom(bytes, job.max, state, filled - SCAN_LOOKAHEAD)) return {}

@@ -18,7 +18,7 @@ import { knownMembers, memberDigest, memberDigests, MemberScan, onlySpaceAfter, 
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ReportSummary } from './child.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
-import { jsonScanStart, readJson, Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanResult, type ScanMark } from '../protocol/json-depth.js'
+import { jsonScanStart, readJson, type Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanToEnd, type ScanMark } from '../protocol/json-depth.js'
 import { Arrival } from './arrival.js'
 import type { BoundsScanner } from './bounds-scanner.js'
 import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
@@ -371,9 +371,7 @@ export class IncrementalSyncs {
     for (; arrival.state === 'arriving'; await arrival.more(READ_AHEAD)) {
       if (!scanJsonFrom(arrival.bytes, max, state, arrival.length - SCAN_LOOKAHEAD)) return undefined
     }
-    if (arrival.state !== 'complete' || !scanJsonFrom(arrival.bytes, max, state, arrival.length)) return undefined
-    const scan = scanResult(state)
-    return scan === Scan.TooDeep ? undefined : scan
+    return arrival.state === 'complete' ? scanToEnd(arrival.bytes, max, state, arrival.length) : undefined
   }
 
   /**

@@ -62,6 +62,13 @@ export function scanJson(bytes: Uint8Array, max: number): Scan {
 
 export const scanResult = (state: JsonScanState): Scan => state.tooDeep ? Scan.TooDeep : state.suspect ? Scan.Suspect : Scan.Plain
 
+/** A scan that went on as a body arrived, finished at the body's end: undefined past max (the child scans it again and refuses it). */
+export function scanToEnd(bytes: Uint8Array, max: number, state: JsonScanState, end: number): Scan.Plain | Scan.Suspect | undefined {
+  if (!scanJsonFrom(bytes, max, state, end)) return undefined
+  const scan = scanResult(state)
+  return scan === Scan.TooDeep ? undefined : scan
+}
+
 /**
  * scanJson over bytes from state.at up to end, and on from there when more has come: end at least
  * SCAN_LOOKAHEAD short of the bytes that have come, so that what a byte looks past is there.
