@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { heldReport } from '../../../api/report.js'
 import type { Item } from '../../../api/types.js'
 import { syncTarget } from '../../../hooks/target.js'
 import type { ObjectRecord, Tallied } from '../../../hooks/target-tally.js'
@@ -8,6 +9,13 @@ import { deployment, loadExampleCr, targetSyncRequest } from '../../support/meta
 
 // What an extraction child sends along with a target report (its records, and its items' places
 // in the report's text), and what the server reads back without parsing the report.
+
+/** A record sink as the child's: each object's record in order, and the tally. */
+function collector() {
+  const records: [string, ObjectRecord<Item>][] = []
+  const sink = { tallied: null as Tallied<Item> | null, add: (key: string, record: ObjectRecord<Item>) => void records.push([key, record]), complete: (t: Tallied<Item>) => { sink.tallied = t } }
+  return { records, sink }
+}
 
 test('the report is what JSON.stringify writes, and the records read back give each item its text, hash, generation and identity', () => {
   const objects = Array.from({ length: 40 }, (_, i) => deployment(i, i % 4 === 0 ? { namespace: 'team-a-canary' } : {}))
@@ -19,14 +27,10 @@ test('the report is what JSON.stringify writes, and the records read back give e
   const profile = structuredClone(loadExampleCr('profile-deployments.yaml')) as { spec: { attributes: Record<string, unknown>[] } }
   profile.spec.attributes.push({ name: 'note', cel: "object.metadata.labels['note']" })
   profile.spec.attributes.push({ name: 'odd', cel: 'object.spec.replicas == 2 ? 1 / 0 : 1' })
-  const records: [string, ObjectRecord<Item>][] = []
-  let tallied: Tallied<Item> | null = null
-  const sink = { add: (key: string, record: ObjectRecord<Item>) => void records.push([key, record]), complete: (t: Tallied<Item>) => { tallied = t } }
+  const { records, sink } = collector()
   const { report } = syncTarget(targetSyncRequest(objects, { profile: profile as never }) as never, { plural: { plural: 'deployments', source: 'spec' }, records: sink })
-  assert.ok(report && tallied)
-  const done = tallied as Tallied<Item>
-  const { target, generation, uid, checksum } = report
-  const wire = encodeRecords({ target, generation, ...(uid ? { uid } : {}), checksum }, records, done)
+  assert.ok(report && sink.tallied)
+  const wire = encodeRecords(heldReport(report), records, sink.tallied)
   assert.equal(wire.report, JSON.stringify(report))
   assert.ok(wire.report.includes('é中😀'), 'items past ASCII in the report')
 
@@ -50,12 +54,10 @@ test('the report is what JSON.stringify writes, and the records read back give e
 })
 
 test('records whose places do not hold an item are refused, not read as something else', () => {
-  const records: [string, ObjectRecord<Item>][] = []
-  let tallied: Tallied<Item> | null = null
-  const sink = { add: (key: string, record: ObjectRecord<Item>) => void records.push([key, record]), complete: (t: Tallied<Item>) => { tallied = t } }
+  const { records, sink } = collector()
   const { report } = syncTarget(targetSyncRequest([deployment(1), deployment(2)]) as never, { plural: { plural: 'deployments', source: 'spec' }, records: sink })
-  assert.ok(report && tallied)
-  const wire = encodeRecords({ target: report.target, generation: report.generation, checksum: report.checksum }, records, tallied)
+  assert.ok(report && sink.tallied)
+  const wire = encodeRecords(heldReport(report), records, sink.tallied)
   assert.ok(decodeRecords(Buffer.from(wire.meta), Buffer.from(wire.report)))
   // One character more in front: every place is off by one.
   assert.equal(decodeRecords(Buffer.from(wire.meta), Buffer.from(' ' + wire.report)), null)
