@@ -119,6 +119,15 @@ function withConstructorKeys(parsed: (context: { object: unknown }) => unknown, 
   return view === context.object ? parsed(context) : parsed({ object: view })
 }
 
+/** The parsed tree of an expression (cel-js's nodes: op and args), or null when it does not parse. */
+export function celTree(expression: string): unknown {
+  try {
+    return env.parse(expression).ast
+  } catch {
+    return null
+  }
+}
+
 /** Walk the tree once: bound macro nesting, and require linear-time literal regex patterns. */
 function checkAst(root: AstNode, limits: ExpressionLimits): CompileError | null {
   const stack: { node: unknown; depth: number }[] = [{ node: root, depth: 0 }]

@@ -456,6 +456,20 @@ export function memberDigests(b: Uint8Array, members: readonly ScannedMember[], 
   return parts.join('\n')
 }
 
+/** The members after the one whose value ends at end, up to its object's `}`; or null when they are not all plain members. */
+export function membersAfter(b: Uint8Array, end: number): Member[] | null {
+  const members: Member[] = []
+  let i = skipSpace(b, end)
+  for (; b[i] === COMMA; i = skipSpace(b, (members[members.length - 1] as Member).end)) {
+    const at = skipSpace(b, i + 1)
+    const key = readKey(b, at)
+    const member = key && readMember(b, at, key)
+    if (!member) return null
+    members.push(member)
+  }
+  return b[i] === CLOSE_BRACE ? members : null
+}
+
 /** Whether only white space follows b[i]. */
 export function onlySpaceAfter(b: Uint8Array, i: number): boolean {
   return skipSpace(b, i) === b.length

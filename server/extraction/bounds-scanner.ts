@@ -2,7 +2,7 @@
 // A body that finds it busy (or one that cannot be shared) is scanned on the main thread, as
 // before; a thread that fails is replaced at the next body, and its scan is the child's to do.
 import { Worker } from 'node:worker_threads'
-import type { Scan, ScanMark } from '../protocol/json-depth.js'
+import type { ManagedFieldsCuts, Scan, ScanMark } from '../protocol/json-depth.js'
 import type { Arrival } from './arrival.js'
 import type { ScanAnswer, ScanJob } from './bounds-thread.js'
 
@@ -16,10 +16,10 @@ export class BoundsScanner {
 
   /**
    * The bounds scan of an arriving body on the scan thread (undefined: the body failed, or went
-   * past max), with marks noted in place; or null when the thread cannot take it now, or the
+   * past max), with marks and cuts noted in place; or null when the thread cannot take it now, or the
    * body cannot be shared (Arrival.share()).
    */
-  scan(arrival: Arrival, max: number, marks?: ScanMark[]): Promise<Scan.Plain | Scan.Suspect | undefined> | null {
+  scan(arrival: Arrival, max: number, marks?: ScanMark[], cuts?: ManagedFieldsCuts): Promise<Scan.Plain | Scan.Suspect | undefined> | null {
     if (this.busy || (arrival.declared ?? 0) < MIN_BYTES) return null
     const sharing = arrival.share()
     if (!sharing) return null
@@ -32,6 +32,7 @@ export class BoundsScanner {
         worker.off('exit', failed)
         this.busy = false
         answer.marks?.forEach((m, i) => { if (marks?.[i]) marks[i].at = m.at })
+        if (cuts && answer.cuts) Object.assign(cuts, answer.cuts)
         resolve(answer.scan)
       }
       const failed = () => {
@@ -41,7 +42,7 @@ export class BoundsScanner {
       worker.on('message', done)
       worker.once('error', failed)
       worker.once('exit', failed)
-      worker.postMessage({ ...sharing, max, ...(marks ? { marks } : {}) } satisfies ScanJob)
+      worker.postMessage({ ...sharing, max, ...(marks ? { marks } : {}), ...(cuts ? { cuts } : {}) } satisfies ScanJob)
     })
   }
 

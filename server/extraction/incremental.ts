@@ -11,14 +11,19 @@ import type { KollectTargetSpec, KubeObject, TargetStatus } from '../../api/type
 import type { ExpressionLimits } from '../../hooks/limits.js'
 import type { PluralResolution } from '../../hooks/plural.js'
 import { typeKey, type SyncResponse } from '../../hooks/request.js'
-import { extractedCondition } from '../../hooks/target.js'
+import { extractedCondition, PROFILE_KEY } from '../../hooks/target.js'
+import { expressionsRead, MANAGED_FIELDS } from '../../hooks/field-reads.js'
 import { targetResponse } from '../../hooks/target-status.js'
 import { retally, TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from '../../hooks/target-tally.js'
-import { knownMembers, memberDigest, memberDigests, MemberScan, onlySpaceAfter, skipSpace, type Known, type ScannedMember } from './body-scan.js'
+import {
+  knownMembers, memberDigest, memberDigests, membersAfter, MemberScan, onlySpaceAfter, skipSpace, type Known, type Member, type ScannedMember,
+} from './body-scan.js'
 import { recordBytes, type CacheEntry, type ObjectCache } from './object-cache.js'
 import type { ReportSummary } from './child.js'
 import type { ChildResult, JobInfo, PoolOutcome } from './outcome.js'
-import { jsonScanStart, readJson, type Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanToEnd, type ScanMark } from '../protocol/json-depth.js'
+import {
+  jsonScanStart, managedFieldsCuts, readJson, type ManagedFieldsCuts, type Scan, SCAN_LOOKAHEAD, scanJsonFrom, scanToEnd, type ScanMark,
+} from '../protocol/json-depth.js'
 import { Arrival } from './arrival.js'
 import type { BoundsScanner } from './bounds-scanner.js'
 import { decodeRecords, reportJson, type ReportHead } from './records-wire.js'
@@ -54,6 +59,8 @@ export interface SyncPlan {
   scanned?: Scan.Plain | Scan.Suspect
   /** Where a large body that was scanned splits for two children. */
   split?: Split
+  /** [start, end) pairs of the objects' managedFields, which no expression of the target reads: the children get body without them. */
+  cuts?: readonly number[]
   /** Reads up to max more objects; false once they are all read (or the map is malformed). */
   advance(max: number): boolean
   /** Reads the rest of the body (once); the fingerprint, or null when the body is not the plain shape. */
@@ -144,6 +151,30 @@ function splitAt(body: Buffer, mapStart: number, [middle, map]: [ScanMark, ScanM
   return body[comma] === COMMA_BYTE && body[next] === QUOTE && next < mapEnd - 1 ? { at, next, mapStart, mapEnd } : undefined
 }
 
+/**
+ * The parts of body in spans ([start, end) pairs, in order), without the cuts that lie inside
+ * them (pairs in order); told the bytes left out.
+ */
+function cutOut(body: Buffer, spans: readonly [number, number][], cuts: readonly number[] = [], skipped?: (bytes: number) => void): Buffer[] {
+  const parts: Buffer[] = []
+  let c = 0
+  let left = 0
+  for (const [start, end] of spans) {
+    let at = start
+    while (c < cuts.length && (cuts[c] as number) < start) c += 2
+    for (; c < cuts.length && (cuts[c + 1] as number) <= end; c += 2) {
+      parts.push(body.subarray(at, cuts[c]))
+      left += (cuts[c + 1] as number) - (cuts[c] as number)
+      at = cuts[c + 1] as number
+    }
+    parts.push(body.subarray(at, end))
+  }
+  if (left > 0) skipped?.(left)
+  return parts
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+
 /** The entry that keeps a sync's records, and their tally. */
 interface Entry { entry: CacheEntry; tallied: Tallied<string> }
 
@@ -163,6 +194,8 @@ export class IncrementalSyncs {
       failed?: (message: string) => void
       /** Where the bounds scan of a large arriving body runs off the main thread (bounds-scanner.ts). */
       scanner?: BoundsScanner
+      /** Per sync whose objects' managedFields were left out of what the children parse: the bytes left out. */
+      skipped?: (bytes: number) => void
     } = {},
     private readonly now: () => number = Date.now,
   ) {}
@@ -193,7 +226,8 @@ export class IncrementalSyncs {
     const scanned = plan.body === plan.source && plan.scanned !== undefined ? { scanned: plan.scanned } : {}
     const halves = plan.split && pair?.() ? await this.inHalves(plan, plan.split, { ...job, records: true, ...scanned }, run) : undefined
     if (halves === null || halves?.fresh) this.observe.halved?.(halves ? 'joined' : 'whole')
-    let outcome = halves?.outcome ?? await run(plan.body, { ...job, records: true, ...scanned })
+    let outcome = halves?.outcome ?? await run(plan.cuts ? cutOut(plan.body, [[0, plan.body.length]], plan.cuts, this.observe.skipped) : plan.body,
+      { ...job, records: true, ...scanned })
     if (outcome.kind !== 'done') {
       this.forget(plan)
       return { outcome, scanMs, settle: NOTHING }
@@ -323,13 +357,15 @@ export class IncrementalSyncs {
     const scanning = !helps && !settled
     const halveBytes = this.observe.halveBytes ?? 0
     const marks = scanning && halveBytes > 0 && (arrival.declared ?? 0) >= halveBytes ? splitMarks(typeAt.start, arrival.declared ?? 0) : undefined
-    const scanned = scanning ? await this.bounds(arrival, marks) : undefined
+    const noted = managedFieldsCuts(typeAt.start, MAP_DEPTH + 1)
+    const scanned = scanning ? await this.bounds(arrival, marks, noted) : undefined
     if (!(await arrival.ended())) return null
     const body = arrival.bytes
     const split = marks && scanned !== undefined ? splitAt(body, typeAt.start, marks) : undefined
+    const cuts = scanned !== undefined && noted.ranges.length > 0 && this.unread(body, related.members, noted.end, spec) ? noted.ranges : undefined
     const whole: SyncPlan = {
       target, namespace: meta.namespace, source: body, body, reduced: false, keep: true, useful: true, extracting: 0, members: objects.members, kept: NONE,
-      ...(entry ? { previous: entry } : {}), ...(scanned === undefined ? {} : { scanned }), ...(split ? { split } : {}),
+      ...(entry ? { previous: entry } : {}), ...(scanned === undefined ? {} : { scanned }), ...(split ? { split } : {}), ...(cuts ? { cuts } : {}),
       advance: (max) => {
         objects.grow(body, true)
         return objects.step(max)
@@ -363,15 +399,40 @@ export class IncrementalSyncs {
    * scanJson() of a body as it arrives, READ_AHEAD at a time: a child would scan it after its last
    * byte. Undefined when it is too deep (the child scans it again and refuses it) or did not come whole.
    */
-  private async bounds(arrival: Arrival, marks?: ScanMark[]): Promise<Scan.Plain | Scan.Suspect | undefined> {
-    const offloaded = this.observe.scanner?.scan(arrival, this.limits.maxJsonDepth, marks)
+  private async bounds(arrival: Arrival, marks: ScanMark[] | undefined, cuts: ManagedFieldsCuts): Promise<Scan.Plain | Scan.Suspect | undefined> {
+    const offloaded = this.observe.scanner?.scan(arrival, this.limits.maxJsonDepth, marks, cuts)
     if (offloaded) return offloaded
-    const state = { ...jsonScanStart(), ...(marks ? { marks } : {}) }
+    const state = { ...jsonScanStart(), ...(marks ? { marks } : {}), cuts }
     const max = this.limits.maxJsonDepth
     for (; arrival.state === 'arriving'; await arrival.more(READ_AHEAD)) {
       if (!scanJsonFrom(arrival.bytes, max, state, arrival.length - SCAN_LOOKAHEAD)) return undefined
     }
     return arrival.state === 'complete' ? scanToEnd(arrival.bytes, max, state, arrival.length) : undefined
+  }
+
+  /**
+   * Whether no expression of the target reads its objects' managedFields, the related objects
+   * being those before the objects' map (before) and after its end (mapEnd): its matchPolicy, and
+   * the attributes of every profile the body holds (the child picks one of them). False whenever
+   * that cannot be told from the bytes: the children then parse the managedFields as they come.
+   */
+  private unread(body: Buffer, before: readonly Member[], mapEnd: number, spec: Partial<KollectTargetSpec> | undefined): boolean {
+    const after = mapEnd > 0 ? membersAfter(body, mapEnd) : null
+    if (!after) return false
+    const profiles = [...before, ...after].filter((m) => m.key === PROFILE_KEY)
+    if (profiles.length === 0) return false
+    const attributes: unknown[] = []
+    for (const m of profiles) {
+      if (m.end - m.start > MAX_PARENT_BYTES) return false
+      const read = readJson(body.subarray(m.start, m.end), this.limits.maxJsonDepth)
+      if (!read.ok || !isMap(read.value)) return false
+      for (const profile of Object.values(read.value)) {
+        const list = isMap(profile) && isMap(profile['spec']) ? profile['spec']['attributes'] : undefined
+        if (!Array.isArray(list)) return false
+        attributes.push(...list)
+      }
+    }
+    return !expressionsRead(MANAGED_FIELDS, attributes, spec?.matchPolicy)
   }
 
   /**
@@ -390,9 +451,11 @@ export class IncrementalSyncs {
       const records = r?.records && r.report && !r.stopped ? decodeRecords(r.records.meta, r.report.json)?.records ?? null : null
       return { outcome, done, records }
     }
+    const { cuts } = plan
+    const skipped = this.observe.skipped
     const [first, second] = await Promise.all([
-      half([body.subarray(0, split.at), body.subarray(split.mapEnd - 1)]),
-      half([body.subarray(0, split.mapStart + 1), body.subarray(split.next)]),
+      half(cutOut(body, [[0, split.at], [split.mapEnd - 1, body.length]], cuts, skipped)),
+      half(cutOut(body, [[0, split.mapStart + 1], [split.next, body.length]], cuts, skipped)),
     ])
     const outcomes = [first.outcome, second.outcome]
     if (first.outcome.kind !== 'done' || second.outcome.kind !== 'done') {

@@ -15,6 +15,8 @@ export interface Metrics {
   syncObjects: Counter<'result'>
   /** Large first syncs extracted by two children at once: joined, or sent to one child whole after all. */
   halvedSyncs: Counter<'result'>
+  /** Bytes of objects' metadata.managedFields that extraction children were not given, as no expression of the target reads them. */
+  skippedBytes: Counter
   /** What the kept object records are charged, read when scraped. */
   setObjectCacheBytes(read: () => number): void
   /** KOLLECT_EXPORTER_PEERS: calls a peer failed, by call and the role the peer last answered with. */
@@ -176,6 +178,12 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     labelNames: ['result'] as const,
     registers: [hooks],
   })
+  const skippedBytes = new Counter({
+    name: 'kollect_sync_skipped_bytes_total',
+    help: 'Bytes of objects\' metadata.managedFields left out of target sync bodies before extraction, ' +
+      'as neither the target\'s matchPolicy nor any attribute of its profile reads them.',
+    registers: [hooks],
+  })
   let objectCacheBytes = () => 0
   new Gauge({
     name: 'kollect_object_cache_bytes',
@@ -197,6 +205,7 @@ export function createMetrics(role: MetricsRole = 'all'): Metrics {
     unchangedSyncs,
     syncObjects,
     halvedSyncs,
+    skippedBytes,
     setObjectCacheBytes(read) {
       objectCacheBytes = read
     },

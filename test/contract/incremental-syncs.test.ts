@@ -338,6 +338,35 @@ describe('incremental target syncs', () => {
     assert.equal(servers.kept.changes, changesBefore + 1, 'a report of changes, which the exporter took')
   })
 
+  const skipped = async () => (await servers.kept.metrics.skippedBytes.get()).values[0]?.value ?? 0
+
+  test('objects\' managedFields that no expression reads are left out of what the children parse, with the same answer and report', async () => {
+    // A large body, halved between two children, and a small one, for one child.
+    for (const [name, count] of [['skips-halved', 2000], ['skips-small', 12]] as const) {
+      const { objects, ...rest } = largeTarget(name)
+      const before = await skipped()
+      const first = await both(targetSyncRequest(objects.slice(0, count), rest))
+      assert.equal(first.sent.answer.status.matchedCount, count)
+      const left = (await skipped()) - before
+      // Each object's managedFields: its comma, key and list (realistic: about 600 bytes).
+      assert.ok(left > count * 500 && left < count * 1000, `${name}: ${left} bytes left out`)
+    }
+  })
+
+  test('a target whose profile or matchPolicy reads managedFields has them parsed, however it reads them', async () => {
+    const { objects, target, profile, scopes } = largeTarget('reads-managed-fields')
+    const reading = structuredClone(profile) as KubeObject & { spec: { attributes: Record<string, unknown>[] } }
+    reading.spec.attributes.push({ name: 'managers', jsonPath: '$.metadata.managedFields[*].manager' })
+    const policed = structuredClone(target) as KubeObject & { spec: Record<string, unknown> }
+    policed.spec['matchPolicy'] = "object.metadata.managedFields.exists(f, f.manager == 'argocd-controller')"
+    const before = await skipped()
+    const read = await both(targetSyncRequest(objects, { target, scopes, profile: reading }))
+    assert.deepEqual(read.sent.report?.items[0]?.attributes['managers'], ['argocd-controller', 'kube-controller-manager'])
+    const matched = await both(targetSyncRequest(objects.slice(0, 20), { target: policed, scopes, profile }))
+    assert.equal(matched.sent.answer.status.matchedCount, 20)
+    assert.equal(await skipped(), before, 'nothing left out')
+  })
+
   test("one target's records never answer another's, in the same namespace or another", async () => {
     const objects = Array.from({ length: 3 }, (_, i) => deployment(i))
     const a = structuredClone(loadExampleCr('target-deployments.yaml'))

@@ -39,6 +39,7 @@ export const targetRoutes: FastifyPluginAsync<HookRouteDeps> = async (app, deps)
       },
       halved: (result) => metrics.halvedSyncs.inc({ result }),
       halveBytes: config.halveSyncBytes,
+      skipped: (bytes) => metrics.skippedBytes.inc(bytes),
       failed: (message) => app.log.error({ error: message }, 'keeping a target sync\'s object records failed'),
       scanner,
     },

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { setImmediate as turn } from 'node:timers/promises'
 import { Arrival } from '../../../server/extraction/arrival.js'
 import { BoundsScanner } from '../../../server/extraction/bounds-scanner.js'
-import { jsonScanStart, Scan, scanJsonFrom, scanResult, type ScanMark } from '../../../server/protocol/json-depth.js'
+import { jsonScanStart, managedFieldsCuts, Scan, scanJsonFrom, scanResult, type ScanMark } from '../../../server/protocol/json-depth.js'
+import { deployment, goJson, targetSyncRequest } from '../../support/metacontroller.js'
 
 // The bounds scan of an arriving body on a thread of its own (server/extraction/bounds-thread.ts),
 // with a real worker thread: it must give what the main thread's scan gives, marks included.
@@ -72,6 +73,22 @@ describe('BoundsScanner', () => {
       }
     })
   }
+
+  test('the thread notes the objects\' managedFields as the main thread does', async () => {
+    const bytes = Buffer.from(goJson(targetSyncRequest(Array.from({ length: 600 }, (_, i) => deployment(i)))))
+    assert.ok(bytes.length > MiB)
+    const from = bytes.indexOf('"Deployment.apps/v1":') + 21
+    const want = managedFieldsCuts(from, 4)
+    scanJsonFrom(bytes, 512, { ...jsonScanStart(), cuts: want }, bytes.length)
+    assert.equal(want.ranges.length, 1200)
+    const arrival = new Arrival(bytes.length)
+    const cuts = managedFieldsCuts(from, 4)
+    const scanning = scanner.scan(arrival, 512, undefined, cuts)
+    assert.ok(scanning)
+    await arrive(arrival, bytes, 10_000)
+    assert.equal(await scanning, Scan.Plain)
+    assert.deepEqual(cuts, want)
+  })
 
   test('a body that fails while it comes gives nothing, and the thread takes the next one', async () => {
     const bytes = body(2 * MiB)

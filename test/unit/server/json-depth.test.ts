@@ -2,8 +2,13 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import sjson from 'secure-json-parse'
-import { jsonScanStart, readJson, Scan, SCAN_LOOKAHEAD, scanJson, scanJsonFrom, scanResult } from '../../../server/protocol/json-depth.js'
-import { deployment, goJson, targetSyncRequest } from '../../support/metacontroller.js'
+import type { KubeObject } from '../../../api/types.js'
+import {
+  jsonScanStart, managedFieldsCuts, readJson, Scan, SCAN_LOOKAHEAD, scanJson, scanJsonFrom, scanResult, type ManagedFieldsCuts,
+} from '../../../server/protocol/json-depth.js'
+import { deployment, goJson, loadExampleCr, targetSyncRequest } from '../../support/metacontroller.js'
+
+const loadExample = () => loadExampleCr('profile-deployments.yaml')
 
 // The child parses plain JSON.parse when one pass saw no text that could spell __proto__ or
 // constructor: these keep that pass honest against secure-json-parse itself.
@@ -69,6 +74,75 @@ describe('scanJson', () => {
       const cuts = [...new Set(at.map((n) => 1 + (n % bytes.length)))].sort((x, y) => x - y)
       assert.equal(inPieces(bytes, max, cuts), scanJson(bytes, max))
     }), { numRuns: 2000 })
+  })
+})
+
+describe('managedFieldsCuts', () => {
+  const KEY = '"Deployment.apps/v1":'
+
+  /** The cuts a scan of bytes notes in the target kind's map, cut into pieces where told. */
+  const cutsOf = (bytes: Buffer, pieces: number[] = []): ManagedFieldsCuts => {
+    const cuts = managedFieldsCuts(bytes.indexOf(KEY) + KEY.length, 4)
+    const state = { ...jsonScanStart(), cuts }
+    for (const at of pieces) scanJsonFrom(bytes.subarray(0, at), 512, state, at - SCAN_LOOKAHEAD)
+    scanJsonFrom(bytes, 512, state, bytes.length)
+    return cuts
+  }
+  const without = (bytes: Buffer, ranges: readonly number[]): string => {
+    const parts: Buffer[] = []
+    let at = 0
+    for (let c = 0; c < ranges.length; c += 2) {
+      parts.push(bytes.subarray(at, ranges[c]))
+      at = ranges[c + 1] as number
+    }
+    return Buffer.concat([...parts, bytes.subarray(at)]).toString('utf8')
+  }
+
+  test('notes the managedFields of every object of the map, and its end; the rest parses as the objects without them', () => {
+    const objects = Array.from({ length: 5 }, (_, i) => deployment(i))
+    // A field of that name elsewhere than metadata is the object's own data: a CRD may have one.
+    ;(objects[1] as { spec: Record<string, unknown> }).spec['managedFields'] = [{ manager: 'mine' }]
+    // The profile after the map has managedFields too: only the target kind's objects are cut.
+    const profile = { ...loadExample(), metadata: { ...loadExample().metadata, managedFields: [{ manager: 'kubectl' }] } }
+    const bytes = Buffer.from(goJson(targetSyncRequest(objects, { profile })))
+    const cuts = cutsOf(bytes)
+    assert.equal(cuts.ranges.length, 10)
+    assert.equal(bytes[cuts.end - 1], 0x7d)
+    assert.ok(bytes.subarray(cuts.end).toString().startsWith(',"KollectProfile.kollect.dev/v1alpha1":'), 'the end is the map\'s')
+    const want = JSON.parse(bytes.toString()) as { related: Record<string, Record<string, KubeObject>> }
+    for (const o of Object.values(want.related['Deployment.apps/v1'] ?? {})) delete (o.metadata as { managedFields?: unknown }).managedFields
+    assert.deepEqual(JSON.parse(without(bytes, cuts.ranges)), want)
+    // As it arrives, cut anywhere.
+    for (const size of [1, 7, 100, 4096]) {
+      const pieces = Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) => Math.min(bytes.length, (i + 1) * size))
+      assert.deepEqual(cutsOf(bytes, pieces), cuts, `${size} bytes at a time`)
+    }
+  })
+
+  test('notes nothing but Go\'s own shape: no white space, a list after another member, a member or the object\'s end after it', () => {
+    const body = (object: string) => Buffer.from(`{"related":{"Deployment.apps/v1":{"ns/a":${object}},"X":{}}}`)
+    const cases: [string, number][] = [
+      ['{"metadata":{"a":1,"managedFields":[{"m":"x"}],"name":"a"}}', 2],
+      ['{"metadata":{"a":"x","managedFields":[]}}', 2],
+      ['{"metadata":{"managedFields":[],"name":"a"}}', 0],
+      ['{"metadata":{"a":1, "managedFields":[]}}', 0],
+      ['{"metadata":{"a":1,"managedFields" :[]}}', 0],
+      ['{"metadata":{"a":1,"managedFields":null}}', 0],
+      ['{"metadata":{"a":1,"managedFields":[] }}', 0],
+      ['{"metadata":{"a":{"b":1,"managedFields":[]}}}', 0],
+      ['{"spec":{"a":1,"managedFields":[]}}', 0],
+      ['{"metadata":{"a":"\\",\\"managedFields\\":[]"}}', 0],
+      ['{"kind":"metadata","x":{"a":1,"managedFields":[]}}', 0],
+      ['[{"metadata":{"a":1,"managedFields":[]}}]', 0],
+    ]
+    for (const [object, count] of cases) {
+      const bytes = body(object)
+      const cuts = cutsOf(bytes)
+      assert.equal(cuts.ranges.length, count, object)
+      const want = JSON.parse(bytes.toString()) as { related: Record<string, Record<string, { metadata: Record<string, unknown> }>> }
+      if (count > 0) delete want.related['Deployment.apps/v1']?.['ns/a']?.metadata['managedFields']
+      assert.deepEqual(JSON.parse(without(bytes, cuts.ranges)), want, object)
+    }
   })
 })
 
