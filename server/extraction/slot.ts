@@ -69,7 +69,10 @@ export function assignRole<J>(slot: Slot<J>, reserve: boolean): Slot<J> {
 }
 
 export function sendToSlot<J>(slot: Slot<J>, header: ToChild, payload?: Uint8Array | readonly Uint8Array[]): void {
+  // Corked, a payload in many parts (a body without its objects' managedFields) goes to the pipe as one writev.
+  slot.pipe.cork()
   for (const part of encodeFrame(header, payload)) slot.pipe.write(part)
+  slot.pipe.uncork()
 }
 
 /** Kill the child and wait for its exit; its own exit handler no longer runs. */
