@@ -353,6 +353,20 @@ describe('incremental target syncs', () => {
     }
   })
 
+  test('a kind whose objects come after the profile in the body (StatefulSets) has them left out too', async () => {
+    const { objects, target, profile, scopes } = largeTarget('stateful')
+    const sets = objects.slice(0, 30).map((o) => ({ ...o, kind: 'StatefulSet' }))
+    const forSets = structuredClone(target) as KubeObject & { spec: Record<string, unknown> }
+    forSets.spec['resource'] = { group: 'apps', version: 'v1', kind: 'StatefulSet', plural: 'statefulsets' }
+    const kind = 'StatefulSet.apps/v1'
+    assert.ok(kind > TYPES.profile, 'the profile comes first in the body')
+    const related = relatedMap([TYPES.scope, TYPES.profile, kind], { [TYPES.profile]: [profile], [TYPES.scope]: scopes, [kind]: sets })
+    const before = await skipped()
+    const sent = await both(syncRequest(controllerFor('kollect-targets'), forSets, related))
+    assert.equal(sent.sent.answer.status.matchedCount, 30)
+    assert.ok((await skipped()) - before > 30 * 500)
+  })
+
   test('a target whose profile or matchPolicy reads managedFields has them parsed, however it reads them', async () => {
     const { objects, target, profile, scopes } = largeTarget('reads-managed-fields')
     const reading = structuredClone(profile) as KubeObject & { spec: { attributes: Record<string, unknown>[] } }
