@@ -119,13 +119,13 @@ export function scanJsonFrom(bytes: Uint8Array, max: number, state: JsonScanStat
   const marks = state.marks
   const cuts = state.cuts
   // Only strings at the objects' depth or in their members, and brackets closing to those, are looked at.
-  const keyDepth = cuts === undefined || cuts.end >= 0 ? -10 : cuts.depth
+  const keyDepth = cuts === undefined ? -10 : cuts.depth
   for (; i < end; i++) {
     const b = bytes[i]
     if (b === QUOTE) {
       const first = bytes[i + 1]
       if ((first === 0x5f && startsWith(bytes, i + 1, PROTO)) || (first === 0x63 && startsWith(bytes, i + 1, CONSTRUCTOR))) state.suspect = true
-      if ((depth === keyDepth || depth === keyDepth + 1) && i > (cuts as ManagedFieldsCuts).from) noteKey(bytes, i, depth, cuts as ManagedFieldsCuts)
+      if (depth === keyDepth || depth === keyDepth + 1) noteKey(bytes, i, depth, cuts as ManagedFieldsCuts)
       i = stringEnd(bytes, i + 1, end, state)
       // The string's end has not come: go on inside it next time.
       if (i >= end) {
@@ -140,9 +140,7 @@ export function scanJsonFrom(bytes: Uint8Array, max: number, state: JsonScanStat
     } else if (b === 0x7d || b === 0x5d) {
       depth--
       if (marks) note(marks, depth, i)
-      if ((depth === keyDepth + 1 || depth === keyDepth - 2) && i > (cuts as ManagedFieldsCuts).from && (cuts as ManagedFieldsCuts).end < 0) {
-        noteClose(bytes, i, depth, cuts as ManagedFieldsCuts)
-      }
+      if (depth === keyDepth + 1 || depth === keyDepth - 2) noteClose(bytes, i, depth, cuts as ManagedFieldsCuts)
     }
   }
   state.at = i
@@ -156,7 +154,7 @@ function note(marks: ScanMark[], depth: number, i: number): void {
 
 /** A string that opens at i: at the objects' depth, whether it is the metadata key; in metadata, whether a cut opens. */
 function noteKey(bytes: Uint8Array, i: number, depth: number, cuts: ManagedFieldsCuts): void {
-  if (cuts.end >= 0) return
+  if (i <= cuts.from || cuts.end >= 0) return
   const first = bytes[i + 1]
   if (depth === cuts.depth) cuts.inMetadata = first === 0x6d && startsWith(bytes, i + 1, METADATA_KEY)
   else if (depth === cuts.depth + 1 && cuts.inMetadata && first === 0x6d && bytes[i - 1] === COMMA && endsValue(bytes[i - 2]) &&
@@ -165,6 +163,7 @@ function noteKey(bytes: Uint8Array, i: number, depth: number, cuts: ManagedField
 
 /** A bracket at i closed, leaving depth: the list of an open cut, or the objects' map. */
 function noteClose(bytes: Uint8Array, i: number, depth: number, cuts: ManagedFieldsCuts): void {
+  if (i <= cuts.from || cuts.end >= 0) return
   if (depth === cuts.depth + 1 && cuts.open >= 0) {
     const next = bytes[i + 1]
     if (bytes[i] === 0x5d && (next === COMMA || next === 0x7d)) cuts.ranges.push(cuts.open, i + 1)
