@@ -114,12 +114,17 @@ export function itemHash(item: Item): string {
 }
 
 /**
- * itemHash for an item whose attributes' canonical JSON is at hand (the hooks wrote it for the
- * per-item size bound): "attributes" sorts first among an item's keys, so the item's canonical
- * JSON is that text followed by the identity's, and the attributes are not serialised twice.
+ * The canonical JSON of an item whose attributes' canonical JSON is at hand (the hooks wrote it
+ * for the per-item size bound): "attributes" sorts first among an item's keys, so it is that text
+ * followed by the identity's, and the attributes are not serialised twice.
  */
-export function itemHashWithAttributes(item: Item, attributesJson: string): string {
-  const h = sha256('{"attributes":' + attributesJson + ',' + identityJson(item).slice(1))
+export function itemJsonWithAttributes(item: Item, attributesJson: string): string {
+  return '{"attributes":' + attributesJson + ',' + identityJson(item).slice(1)
+}
+
+/** itemHash from the item's canonical JSON (itemJsonWithAttributes()), remembered for the item. */
+export function itemHashOfJson(item: Item, json: string): string {
+  const h = sha256(json)
   hashes.set(item, h)
   return h
 }

@@ -17,6 +17,8 @@ export interface ItemRecord<I> {
   generation: number | null
   /** The attributes' canonical JSON length, charged against the sync's item bytes bound. */
   bytes: number
+  /** The item's canonical JSON, when its hash was taken of it: its text in the report (records-wire.ts). */
+  json?: string
 }
 
 /** One object's part in a sync. Not matched and no failure: the selection left it out. */

@@ -1,4 +1,4 @@
-import { itemHash, itemHashWithAttributes, itemKey, itemsChecksum } from '../api/canonical.js'
+import { itemHash, itemHashOfJson, itemJsonWithAttributes, itemKey, itemsChecksum } from '../api/canonical.js'
 import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec,
@@ -17,7 +17,7 @@ import { effectiveScope, scopeNames, scopesOf } from './scope.js'
 import { describeRejection, splitApiVersion, type Rejection } from './select.js'
 import { namespacesToRead, selectionFor, selectObject } from './selection.js'
 import { abortedTargetSync, NO_COUNTS, targetResponse, type Counts } from './target-status.js'
-import { TargetTally, type ObjectRecord, type Tallied } from './target-tally.js'
+import { TargetTally, type ItemRecord, type ObjectRecord, type Tallied } from './target-tally.js'
 
 export { abortedTargetSync, finalizeTarget, refusedTargetSync, staleItemsTargetSync, staleTargetSync } from './target-status.js'
 
@@ -171,9 +171,11 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
         if (!out.attributes) record.failedKey = itemKey(identity)
         else {
           const item = orderedItem(identity, out.attributes)
-          const hash = out.json !== undefined ? itemHashWithAttributes(item, out.json) : itemHash(item)
+          const json = out.json !== undefined ? itemJsonWithAttributes(item, out.json) : undefined
+          const hash = json !== undefined ? itemHashOfJson(item, json) : itemHash(item)
           const generation = typeof object.metadata?.generation === 'number' ? object.metadata.generation : null
-          record.item = { value: item, hash, order: [item.group, item.version, item.kind, item.namespace, item.name, item.uid], generation, bytes: out.bytes }
+          const order: ItemRecord<Item>['order'] = [item.group, item.version, item.kind, item.namespace, item.name, item.uid]
+          record.item = { value: item, hash, order, generation, bytes: out.bytes, ...(json === undefined ? {} : { json }) }
           lap('hash')
         }
       }

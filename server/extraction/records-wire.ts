@@ -46,15 +46,16 @@ type WireObject = [string, 0 | 1, string | null, string | null, number]
 type WireItem = [string, number | null, ...ItemRecord<string>['order'], number, number]
 
 /**
- * A target report's text, written by the child from its items' texts (reportText), and the
- * records' JSON for it: each object's part, and each item's hash, generation, identity and place
+ * A target report's text, written by the child from its items' texts (reportText: each item's
+ * canonical JSON, where the hooks kept the text its hash was taken of), and the records' JSON for it: each object's part, and each item's hash, generation, identity and place
  * in the text, so that the server reads the records without parsing the report.
  */
 export function encodeRecords(
   head: ReportHead, records: readonly (readonly [string, ObjectRecord<Item>])[], tallied: Pick<Tallied<Item>, 'items' | 'failedKeys'>,
 ): { meta: string; report: string } {
   const { items, failedKeys } = tallied
-  const texts = items.map((item) => JSON.stringify(item.value))
+  // The texts the items' hashes were taken of, where the hooks kept them: not serialised a second time.
+  const texts = items.map((item) => item.json ?? JSON.stringify(item.value))
   const hashes = items.map((item) => item.hash)
   const { text, starts } = reportText(head, texts, hashes, items.map((item) => item.generation), failedKeys)
   const index = new Map<ItemRecord<Item>, number>()

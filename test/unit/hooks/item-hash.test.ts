@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { canonicalJson, itemHash, itemHashWithAttributes, itemsChecksum, sha256 } from '../../../api/canonical.js'
+import { canonicalJson, itemHash, itemHashOfJson, itemJsonWithAttributes, itemsChecksum, sha256 } from '../../../api/canonical.js'
 import type { Item } from '../../../api/types.js'
 
 // The hooks hash an item from its attributes' canonical JSON (written for the size bound) and
@@ -22,13 +22,15 @@ const identities = [
   { ...identity, extra: 'not an Item field' },
 ]
 
-describe('itemHashWithAttributes', () => {
-  test('equals the hash of the whole item\'s canonical JSON for every attribute set and identity', () => {
+describe('itemJsonWithAttributes', () => {
+  test('is the whole item\'s canonical JSON for every attribute set and identity, and its hash the item\'s', () => {
     for (const id of identities) {
       for (const attributes of attributeSets) {
         const item = { attributes, ...id } as Item
+        const json = itemJsonWithAttributes(item, canonicalJson(attributes))
+        assert.equal(json, canonicalJson({ ...item }), JSON.stringify(item))
         const want = sha256(canonicalJson({ ...item }))
-        assert.equal(itemHashWithAttributes(item, canonicalJson(attributes)), want, JSON.stringify(item))
+        assert.equal(itemHashOfJson(item, json), want, JSON.stringify(item))
         // Seeded: itemHash answers from it without serialising again.
         assert.equal(itemHash(item), want)
       }

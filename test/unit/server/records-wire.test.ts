@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { canonicalJson, sha256 } from '../../../api/canonical.js'
 import { heldReport } from '../../../api/report.js'
 import type { Item } from '../../../api/types.js'
 import { syncTarget } from '../../../hooks/target.js'
@@ -17,7 +18,7 @@ function collector() {
   return { records, sink }
 }
 
-test('the report is what JSON.stringify writes, and the records read back give each item its text, hash, generation and identity', () => {
+test('the report is the report\'s JSON with each item as its canonical JSON, and the records read back give each item its text, hash, generation and identity', () => {
   const objects = Array.from({ length: 40 }, (_, i) => deployment(i, i % 4 === 0 ? { namespace: 'team-a-canary' } : {}))
   // Text past ASCII, where bytes and characters part: the places are in characters of the decoded text.
   for (const [i, o] of objects.entries()) {
@@ -27,11 +28,15 @@ test('the report is what JSON.stringify writes, and the records read back give e
   const profile = structuredClone(loadExampleCr('profile-deployments.yaml')) as { spec: { attributes: Record<string, unknown>[] } }
   profile.spec.attributes.push({ name: 'note', cel: "object.metadata.labels['note']" })
   profile.spec.attributes.push({ name: 'odd', cel: 'object.spec.replicas == 2 ? 1 / 0 : 1' })
+  // A map whose keys do not come sorted: JSON.stringify and canonical JSON write it differently.
+  profile.spec.attributes.push({ name: 'unsorted', cel: '{"z": 1, "a": object.metadata.name}', type: 'object' })
   const { records, sink } = collector()
   const { report } = syncTarget(targetSyncRequest(objects, { profile: profile as never }) as never, { plural: { plural: 'deployments', source: 'spec' }, records: sink })
   assert.ok(report && sink.tallied)
   const wire = encodeRecords(heldReport(report), records, sink.tallied)
-  assert.equal(wire.report, JSON.stringify(report))
+  assert.notEqual(wire.report, JSON.stringify(report), 'the items are not written as JSON.stringify writes them')
+  assert.deepEqual(JSON.parse(wire.report), JSON.parse(JSON.stringify(report)))
+  for (const item of report.items) assert.ok(wire.report.includes(canonicalJson(item)), 'each item as its canonical JSON')
   assert.ok(wire.report.includes('é中😀'), 'items past ASCII in the report')
 
   const read = decodeRecords(Buffer.from(wire.meta), Buffer.from(wire.report))
@@ -47,8 +52,10 @@ test('the report is what JSON.stringify writes, and the records read back give e
       assert.equal(got?.item, undefined, key)
       continue
     }
-    assert.equal(got?.item?.value, JSON.stringify(record.item.value), key)
-    assert.deepEqual({ ...got?.item, value: undefined }, { ...record.item, value: undefined }, key)
+    // The text the item's hash was taken of.
+    assert.equal(got?.item?.value, canonicalJson(record.item.value), key)
+    assert.equal(sha256(got?.item?.value ?? ''), record.item.hash, key)
+    assert.deepEqual({ ...got?.item, value: undefined, json: undefined }, { ...record.item, value: undefined, json: undefined }, key)
   }
   assert.ok(records.some(([, r]) => r.failure), 'some objects failed')
 })
