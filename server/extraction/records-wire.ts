@@ -47,8 +47,9 @@ type WireItem = [string, number | null, ...ItemRecord<string>['order'], number, 
 
 /**
  * A target report's text, written by the child from its items' texts (reportText: each item's
- * canonical JSON, where the hooks kept the text its hash was taken of), and the records' JSON for it: each object's part, and each item's hash, generation, identity and place
- * in the text, so that the server reads the records without parsing the report.
+ * canonical JSON, where the hooks kept the text its hash was taken of), and the records' JSON
+ * for it: each object's part, and each item's hash, generation, identity and place in the text,
+ * so that the server reads the records without parsing the report.
  */
 export function encodeRecords(
   head: ReportHead, records: readonly (readonly [string, ObjectRecord<Item>])[], tallied: Pick<Tallied<Item>, 'items' | 'failedKeys'>,
