@@ -10,15 +10,16 @@ import type { CompiledProfile } from './profile.js'
 import { REDACTED, type Redactor } from './redact.js'
 import { coerce, setOwn, toJson, valueBudget } from './values.js'
 
-export interface ExtractResult {
+/** What one object gave: "attribute: message" per failed attribute (in profile order), and its attributes unless a required one failed. */
+export type ExtractResult = { errors: string[] } & (Extracted | { attributes?: undefined; json?: undefined; bytes: 0 })
+
+interface Extracted {
   /** Present when every required attribute evaluated; optional failures only drop their key. */
-  attributes?: JsonObject
+  attributes: JsonObject
   /** Size of the attributes as JSON, for the per-sync output bound. */
   bytes: number
-  /** The attributes' canonical JSON, with attributes: the item's hash is built on it, not a second serialisation. */
-  json?: string
-  /** "attribute: message" per failed attribute, in profile order. */
-  errors: string[]
+  /** The attributes' canonical JSON: the item's JSON and hash are built on it, not a second serialisation. */
+  json: string
 }
 
 /** kubectl's JSON copy of the manifest it applied: Secret data included. */

@@ -1,4 +1,4 @@
-import { itemHash, itemHashOfJson, itemJsonWithAttributes, itemKey, itemsChecksum } from '../api/canonical.js'
+import { itemHashOfJson, itemJsonWithAttributes, itemKey, itemsChecksum } from '../api/canonical.js'
 import { specProblems, validateSpec } from '../api/crd-schemas.js'
 import {
   API_VERSION, type Condition, type Item, type KollectProfileSpec, type KollectTargetSpec,
@@ -171,11 +171,11 @@ export function syncTarget(req: SyncRequest, ctx: TargetContext): TargetSyncResu
         if (!out.attributes) record.failedKey = itemKey(identity)
         else {
           const item = orderedItem(identity, out.attributes)
-          const json = out.json !== undefined ? itemJsonWithAttributes(item, out.json) : undefined
-          const hash = json !== undefined ? itemHashOfJson(item, json) : itemHash(item)
+          const json = itemJsonWithAttributes(item, out.json)
+          const hash = itemHashOfJson(item, json)
           const generation = typeof object.metadata?.generation === 'number' ? object.metadata.generation : null
           const order: ItemRecord<Item>['order'] = [item.group, item.version, item.kind, item.namespace, item.name, item.uid]
-          record.item = { value: item, hash, order, generation, bytes: out.bytes, ...(json === undefined ? {} : { json }) }
+          record.item = { value: item, hash, order, generation, bytes: out.bytes, json }
           lap('hash')
         }
       }
