@@ -467,9 +467,12 @@ export class IncrementalSyncs {
     const a = first.outcome.result
     const [fromA, fromB] = [first.records, second.records]
     if (!a.report || !fromA || !fromB) return null
-    const fresh = new Map([...fromA, ...fromB])
-    // A key in both halves (a duplicate key in the map): the whole body says which one counts.
-    if (fresh.size !== fromA.size + fromB.size) return null
+    // The first half's map takes the second's records (no copy of either); a key in both halves
+    // (a duplicate key in the map) leaves it smaller, and the whole body says which one counts.
+    const expected = fromA.size + fromB.size
+    const fresh = fromA
+    for (const [key, record] of fromB) fresh.set(key, record)
+    if (fresh.size !== expected) return null
     const tally = new TargetTally<string>()
     // In the body's order, as syncTarget tallies them: the first half's, then the second's.
     for (const [key, record] of fresh) tally.add(key, record)
@@ -623,6 +626,7 @@ function changes(
   kept: ReadonlyMap<string, ObjectRecord<string>>, fresh: ReadonlyMap<string, ObjectRecord<string>>, records: ReadonlyMap<string, ObjectRecord<string>>,
   head: ReportHead, failedKeys: string[],
 ): Buffer {
+  // An item's key differs from another's of the same target only by its uid (order[5]).
   const keyOf = (item: ItemRecord<string>) => `${head.target.namespace}/${head.target.name}/${item.order[5]}`
   const removedKeys: string[] = []
   const items: ItemRecord<string>[] = []
@@ -632,8 +636,9 @@ function changes(
     if (!old) added++
     const before = old?.item
     const now = record.item
-    if (before && (!now || keyOf(before) !== keyOf(now))) removedKeys.push(keyOf(before))
-    if (now && (!before || before.hash !== now.hash || before.generation !== now.generation || keyOf(before) !== keyOf(now))) items.push(now)
+    const moved = before !== undefined && now !== undefined && before.order[5] !== now.order[5]
+    if (before && (!now || moved)) removedKeys.push(keyOf(before))
+    if (now && (!before || moved || before.hash !== now.hash || before.generation !== now.generation)) items.push(now)
   }
   // Objects gone from the related set (none when the records are the kept ones and the added ones).
   if (kept.size + added !== records.size) {
