@@ -21,6 +21,20 @@ test('held items share their target and strings, and the snapshot is exactly wha
   assert.equal(new Set(written?.items.map((i) => i.target)).size, 1, 'one target object for the items of one report')
 })
 
+test('a report is answered before its items\' strings are shared, which then happens a slice per turn of the event loop', LIMIT, async (t) => {
+  const { exporter } = harness(t)
+  const n = 20_000
+  const items = fromWire(itemsOf(T1, n))
+  const targets = () => new Set(items.map((i) => i.target)).size
+  await exporter.reportTarget(report(T1, items))
+  assert.equal(targets(), n, 'each item still has the target object it was parsed with')
+  const turn = () => new Promise((resolve) => setImmediate(resolve))
+  await turn()
+  assert.ok(targets() > 1 && targets() < n, `one slice shared after one turn (${targets()} target objects)`)
+  for (let i = 0; i < 3; i++) await turn()
+  assert.equal(targets(), 1, 'every held item points at one target object')
+})
+
 test('sharing changes no value: hostile keys, long strings and more distinct strings than the table holds', () => {
   const strings = new SharedStrings()
   const items = fromWire(itemsOf(T1, 3).map((it, i) => ({
