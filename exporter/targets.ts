@@ -19,23 +19,21 @@ interface TargetState {
   checksum: string
   /** metadata.generation of the held items that had one, by item key. */
   generations: Map<string, number>
-  /** The last accepted report's own items, by key (the held ones may keep older items): what a report of changes applies to. */
-  reported: Map<string, ReportedItem>
+  /**
+   * Held keys the last accepted report did not name: items kept for objects that failed. What a
+   * report of changes applies to is every other held key (a set of them all cost a tenth of
+   * accepting 100,000 items).
+   */
+  unreported: Set<string>
   /** Keys of that report's items that were older than the held ones. */
   stale: Set<string>
-}
-
-interface ReportedItem {
-  item: Item
-  hash: string
-  generation: number | null
 }
 
 /** A report's items placed against the held ones. */
 interface Placed {
   items: Map<string, Item>
   generations: Map<string, number>
-  reported: Map<string, ReportedItem>
+  unreported: Set<string>
   /** Keys whose reported item was older than the held one, which stayed. */
   stale: Set<string>
   /**
@@ -51,7 +49,7 @@ interface Placed {
 interface Saved {
   item: Item | undefined
   generation: number | undefined
-  reported: ReportedItem | undefined
+  unreported: boolean
   stale: boolean
 }
 
@@ -139,8 +137,8 @@ export class TargetStore {
     }
     // Placed in the held maps (copying four maps of 10,000 items cost more than the change):
     // whatever does not take the report puts them back.
-    const { items, generations, reported, stale } = previous
-    const placed: Placed = { items, generations, reported, stale, before: new Map(), fresh: [] }
+    const { items, generations, unreported, stale } = previous
+    const placed: Placed = { items, generations, unreported, stale, before: new Map(), fresh: [] }
     let taken = false
     try {
       this.placeChanges(report, previous, placed)
@@ -155,7 +153,7 @@ export class TargetStore {
   /** Charges what was placed, and holds it unless the budget refuses it. */
   private accept(report: TargetReport, previous: TargetState | undefined, placed: Placed): { result: ReportResult; changed: boolean } {
     const key = refKey(report.target)
-    const { items, generations, reported, stale } = placed
+    const { items, generations, unreported, stale } = placed
     const staleItems = stale.size
     const moved = placed.before && [...placed.before].filter(([k, saved]) => saved.item !== items.get(k))
     // A periodic resync reports the same items: exporting nothing new must not flip status to Pending.
@@ -173,7 +171,7 @@ export class TargetStore {
       return { changed: false, result: refusal }
     }
     const stamp: ReportStamp = { uid: report.uid, generation: report.generation, sequence: report.sequence }
-    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations, reported, stale })
+    this.targets.set(key, { items, bytes, stamp, checksum: report.checksum, generations, unreported, stale })
     this.charge(report.target, before, bytes)
     this.share(placed.fresh)
     if (staleItems > 0) {
@@ -184,7 +182,7 @@ export class TargetStore {
 
   /** Where each item of a whole report goes, against what is held. */
   private placeAll(report: TargetReport, previous: TargetState | undefined): Placed {
-    const placed: Placed = { items: new Map(), generations: new Map(), reported: new Map(), stale: new Set(), fresh: [] }
+    const placed: Placed = { items: new Map(), generations: new Map(), unreported: new Set(), stale: new Set(), fresh: [] }
     report.items.forEach((item, i) => this.place(placed, previous, report.target, item, report.itemHashes?.[i], report.itemGenerations?.[i]))
     this.keepFailed(placed, previous, report.failedKeys)
     return placed
@@ -195,19 +193,17 @@ export class TargetStore {
    * last time, which is what the whole report would place again (same item, same generation).
    */
   private placeChanges(changes: TargetReport, previous: TargetState, placed: Placed): void {
-    const { items, reported } = previous
     const forget = (k: string) => {
       touch(placed, k)
       placed.items.delete(k)
       placed.generations.delete(k)
-      placed.reported.delete(k)
+      placed.unreported.delete(k)
       placed.stale.delete(k)
     }
     for (const k of changes.removedKeys ?? []) forget(k)
     // Items kept last time for objects that failed: kept again only while they fail.
     const failed = new Set(changes.failedKeys ?? [])
-    // Every held key was reported but those (when the sizes differ): a pass over the keys only then.
-    if (items.size !== reported.size) for (const k of [...items.keys()]) if (!reported.has(k) && !failed.has(k)) forget(k)
+    for (const k of [...previous.unreported]) if (!failed.has(k)) forget(k)
     changes.items.forEach((item, i) => {
       const k = itemKey(item)
       forget(k)
@@ -223,16 +219,15 @@ export class TargetStore {
     const k = itemKey(item)
     const was = held(placed, previous, k)
     const old = was?.item
-    const hash = sentHash ?? itemHash(item)
     const heldGeneration = was?.generation
     touch(placed, k)
     if (old && isStaleItem(heldGeneration, generation)) {
       placed.stale.add(k)
       placed.items.set(k, old)
       placed.generations.set(k, heldGeneration as number)
-      placed.reported.set(k, { item, hash, generation: generation ?? null })
       return
     }
+    const hash = sentHash ?? itemHash(item)
     if (typeof generation === 'number') placed.generations.set(k, generation)
     const kept = old && itemHash(old) === hash ? old : item
     if (kept === item) {
@@ -240,7 +235,6 @@ export class TargetStore {
       placed.fresh.push([item, target])
     }
     placed.items.set(k, kept)
-    placed.reported.set(k, { item: kept, hash, generation: generation ?? null })
   }
 
   /** Queues accepted items to have their strings shared, a slice per turn of the event loop. */
@@ -280,6 +274,7 @@ export class TargetStore {
       if (was?.item && !placed.items.has(failed)) {
         touch(placed, failed)
         placed.items.set(failed, was.item)
+        placed.unreported.add(failed)
         if (was.generation !== undefined) placed.generations.set(failed, was.generation)
       }
     }
@@ -311,7 +306,7 @@ export class TargetStore {
 /** Saves what key k holds before a report of changes moves it (the first time). */
 function touch(placed: Placed, k: string): void {
   if (!placed.before || placed.before.has(k)) return
-  placed.before.set(k, { item: placed.items.get(k), generation: placed.generations.get(k), reported: placed.reported.get(k), stale: placed.stale.has(k) })
+  placed.before.set(k, { item: placed.items.get(k), generation: placed.generations.get(k), unreported: placed.unreported.has(k), stale: placed.stale.has(k) })
 }
 
 /** Puts back what a report of changes moved in the held target's maps. */
@@ -320,7 +315,8 @@ function undo(placed: Placed, held: TargetState): void {
   for (const [k, saved] of placed.before ?? []) {
     restore(held.items, k, saved.item)
     restore(held.generations, k, saved.generation)
-    restore(held.reported, k, saved.reported)
+    if (saved.unreported) held.unreported.add(k)
+    else held.unreported.delete(k)
     if (saved.stale) held.stale.add(k)
     else held.stale.delete(k)
   }
