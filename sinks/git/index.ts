@@ -227,14 +227,25 @@ export function createGitSink(opts: SinkOptions): Sink {
     return { differences: drift.differences, examples: drift.examples, repaired: staged !== undefined }
   }
 
+  // Maintenance follows every operation that may have committed, in the sink's queue, where
+  // nothing else runs git in the clone. The operation's outcome stands whatever it does: a repack
+  // that fails leaves the objects loose, and the next operation tries again.
+  const maintained = async <T>(op: () => Promise<T>): Promise<T> => {
+    try {
+      return await op()
+    } finally {
+      await state?.repo.maintain().catch(() => false)
+    }
+  }
+
   return {
     id: opts.id,
-    write: (snapshot, fence = NO_FENCE) => queue.run(() => write(snapshot, fence)),
+    write: (snapshot, fence = NO_FENCE) => queue.run(() => maintained(() => write(snapshot, fence))),
     // In review mode a repair would bypass the review; each poll of the request compares the target instead.
     ...(opts.spec.git?.review ? {} : {
-      verify: (snapshot: Snapshot, mode: DriftMode, fence: WriteFence = NO_FENCE) => queue.run(() => verify(snapshot, mode, fence)),
+      verify: (snapshot: Snapshot, mode: DriftMode, fence: WriteFence = NO_FENCE) => queue.run(() => maintained(() => verify(snapshot, mode, fence))),
     }),
-    remove: (inventory, cluster) => queue.run(() => remove(inventory, cluster)),
+    remove: (inventory, cluster) => queue.run(() => maintained(() => remove(inventory, cluster))),
     healthcheck: async () => {
       const { repo } = resolved()
       if (repo.remote) await repo.lsRemote()

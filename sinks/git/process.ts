@@ -137,15 +137,13 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
     // ownership"; the directory is the sink's own. Only honoured from protected config, like this.
     ['safe.directory', repositoryDir(settings, dataDir)],
     // Inventory documents are large and rewritten often: delta search and strong zlib would
-    // cost more per push than the bytes they save; loose objects are packed by gc later anyway.
+    // cost more per push than the bytes they save. The sink's own maintenance (maintain() in
+    // service.ts) packs the loose objects with deltas. No core.bigFileThreshold: above it git
+    // never stores a file as a delta, and the clone grew by a whole copy of the document at
+    // every export, gc or not (issue 29).
     ['pack.window', '0'],
     ['pack.compression', '1'],
     ['core.looseCompression', '1'],
-    // A document over 1 MiB is streamed by `git add` straight into a pack, which the push then
-    // sends as it is instead of inflating and deflating it again. Above the threshold git also
-    // diffs and merges the file as binary: a rebase over another writer's change to the same
-    // document stops, and the sink re-renders on the new tip, as it does for any unclean rebase.
-    ['core.bigFileThreshold', '1m'],
     // The SSRF guard checked the remote's host, not wherever it redirects to (git's default
     // follows the first request's redirect, to loopback or the metadata service alike).
     ['http.followRedirects', 'false'],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
-import { readFile, rm, writeFile } from 'node:fs/promises'
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import path from 'node:path'
 import { describe, it } from 'node:test'
@@ -11,6 +11,7 @@ import { itemPath, renderSnapshot } from '../../sinks/document.js'
 import { resolveGitSettings } from '../../sinks/git/config.js'
 import { createGitSink } from '../../sinks/git/index.js'
 import { gitFailure } from '../../sinks/git/process.js'
+import { LOOSE_OBJECTS_BEFORE_REPACK } from '../../sinks/git/service.js'
 import { bumpReplicas, makeItems } from '../support/items.js'
 import { freePort } from '../support/ports.js'
 import { rejection } from '../support/assertions.js'
@@ -236,7 +237,38 @@ describe('git sink, local repository (embedded default)', () => {
     assert.deepEqual(stat, [{ added: 2, deleted: 2, path: DOCUMENT }])
     t.diagnostic(`10k initial write ${initialMs.toFixed(0)} ms, 1-item change ${changeMs.toFixed(0)} ms, numstat ${JSON.stringify(stat)}`)
   })
+
+  it('the clone stays small: the sink packs what exports leave loose, each version of the document a delta of another', async (t) => {
+    const dataDir = await tempDir(t)
+    const sink = withSink(t, createGitSink(gitSinkOptions(dataDir)))
+    // Over 1 MiB: where core.bigFileThreshold's default of 512 MiB matters less than any lower setting would.
+    const items = makeItems(700)
+    const exports = 36
+    let packedAt = 0
+    for (let n = 0; n < exports; n++) {
+      items[(n * 7) % items.length] = bumpReplicas(items[(n * 7) % items.length] as Item, 1_000 + n)
+      await sink.write(snapshot(items))
+      const loose = Number(/^(\d+) objects/.exec(await git(dataDir, 'count-objects'))?.[1])
+      assert.ok(loose < LOOSE_OBJECTS_BEFORE_REPACK, `export ${n + 1} left ${loose} loose objects`)
+      if (packedAt === 0 && loose === 0) packedAt = n + 1
+    }
+    assert.ok(packedAt > 1, 'the sink packed once loose objects had accumulated, not at every export')
+    // The versions packed so far: one or two stored whole, every other as a delta (verify-pack: a delta's line has 7 fields).
+    const blobs = (await git(dataDir, 'verify-pack', '-v', ...(await packIndexes(dataDir))))
+      .split('\n').map((line) => line.split(/\s+/)).filter((f) => f[1] === 'blob')
+    const whole = blobs.filter((f) => f.length === 5)
+    assert.ok(blobs.length >= packedAt, `${blobs.length} versions packed`)
+    assert.ok(whole.length >= 1 && whole.length <= 2, `${whole.length} whole copies of the document among ${blobs.length} packed versions`)
+    assert.equal((await gitLog(dataDir)).length, exports)
+    await git(dataDir, 'fsck', '--strict')
+    assert.equal(await showFile(dataDir, 'HEAD', DOCUMENT), canonicalJsonPretty(snapshot(items)))
+  })
 })
+
+async function packIndexes(repo: string): Promise<string[]> {
+  const dir = path.join(repo, '.git', 'objects', 'pack')
+  return (await readdir(dir)).filter((f) => f.endsWith('.idx')).map((f) => path.join(dir, f))
+}
 
 describe('git sink, remote repository', () => {
   async function setup(t: { after(fn: () => Promise<void>): void }, settings: { layout?: 'document' | 'perResource' } = {}) {
