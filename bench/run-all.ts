@@ -4,6 +4,7 @@ import { benchBurst } from './burst.js'
 import { benchExporter, benchKafkaExporter, benchS3Exporter } from './exporter.js'
 import { benchFailover } from './failover.js'
 import { benchFleet } from './fleet.js'
+import { benchGitHistory } from './git-history.js'
 import { benchAtDefaults, benchHookSync } from './hook-sync.js'
 import { benchItemBudget } from './item-budget.js'
 import { benchLoad } from './load.js'
@@ -16,6 +17,7 @@ results.push(await benchHookSync())
 results.push(await benchAtDefaults(100_000))
 results.push(await benchExporter(10_000, 'document'))
 results.push(await benchExporter(10_000, 'perResource'))
+results.push(await benchGitHistory())
 results.push(await benchS3Exporter(10_000))
 results.push(await benchKafkaExporter(10_000))
 results.push(await benchReview(1_000))
