@@ -11,7 +11,7 @@ import { buildSnapshot } from '../api/canonical.js'
 import type { Item } from '../api/types.js'
 import { createGitSink } from '../sinks/git/index.js'
 import { LOOSE_OBJECTS_BEFORE_REPACK } from '../sinks/git/service.js'
-import { createBareRemote, git } from '../test/support/git.js'
+import { createBareRemote, git, looseObjects, packedBlobs } from '../test/support/git.js'
 import { bumpReplicas, makeItems } from '../test/support/items.js'
 import { median, report, timeMsAsync } from './stats.js'
 import { INVENTORY } from './exporter.js'
@@ -23,26 +23,6 @@ function bytesUnder(dir: string): number {
     if (entry.isFile()) n += statSync(path.join(entry.parentPath, entry.name)).size
   }
   return n
-}
-
-/** The packed blobs: how many are stored whole and their bytes, and the deltas' bytes (verify-pack: a delta's line has 7 fields). */
-async function packedBlobs(repo: string): Promise<{ whole: number; wholeBytes: number; deltas: number; deltaBytes: number }> {
-  const dir = path.join(repo, '.git', 'objects', 'pack')
-  const indexes = readdirSync(dir).filter((f) => f.endsWith('.idx')).map((f) => path.join(dir, f))
-  const out = { whole: 0, wholeBytes: 0, deltas: 0, deltaBytes: 0 }
-  if (indexes.length === 0) return out
-  for (const line of (await git(repo, 'verify-pack', '-v', ...indexes)).split('\n')) {
-    const f = line.split(/\s+/)
-    if (f[1] !== 'blob') continue
-    if (f.length === 5) {
-      out.whole++
-      out.wholeBytes += Number(f[3])
-    } else if (f.length === 7) {
-      out.deltas++
-      out.deltaBytes += Number(f[3])
-    }
-  }
-  return out
 }
 
 export async function benchGitHistory(count = 10_000, exports = Number(process.env['BENCH_GIT_EXPORTS'] ?? 100)): Promise<boolean> {
@@ -60,16 +40,15 @@ export async function benchGitHistory(count = 10_000, exports = Number(process.e
     const write = () => sink.write(buildSnapshot(INVENTORY, 'bench', items))
     const initialMs = await timeMsAsync(write)
     const afterInitial = bytesUnder(objects)
-    const looseNow = async () => Number(/^(\d+) objects/.exec(await git(clone, 'count-objects'))?.[1] ?? 0)
     // Each export's time, and whether the sink packed after it (its loose objects went down).
     const plain: number[] = []
     const packing: number[] = []
-    let before = await looseNow()
+    let before = await looseObjects(clone)
     for (let n = 0; n < exports; n++) {
       const i = (n * 37) % count
       items[i] = bumpReplicas(items[i] as Item, 100_000 + n)
       const ms = await timeMsAsync(write)
-      const loose = await looseNow()
+      const loose = await looseObjects(clone)
       ;(loose < before ? packing : plain).push(ms)
       before = loose
     }

@@ -94,6 +94,12 @@ export function parseStatus(output: string): Status {
   return status
 }
 
+/** `git count-objects`: "<n> objects, <k> kilobytes", the loose objects (0 when unreadable). */
+export function parseLooseCount(output: string): number {
+  const n = Number(/^(\d+) objects/.exec(output)?.[1])
+  return Number.isSafeInteger(n) ? n : 0
+}
+
 /** `git ls-tree -r -z`: the object id of every blob, by path. */
 export function parseBlobIds(output: string): Map<string, string> {
   const ids = new Map<string, string>()

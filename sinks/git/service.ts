@@ -7,7 +7,7 @@ import type { GitSettings } from './config.js'
 import type { ObjectFormat } from './drift.js'
 import { EPOCH_TRAILER, LEASE_TRAILER } from './encode.js'
 import {
-  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobIds, parseStatus, repositoryDir, runGit, type Status,
+  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobIds, parseLooseCount, parseStatus, repositoryDir, runGit, type Status,
 } from './process.js'
 import { WorkTree } from './worktree.js'
 
@@ -295,7 +295,7 @@ export class GitRepository {
    */
   async maintain(): Promise<boolean> {
     await this.open()
-    const loose = looseObjects(await this.run('count-objects', ['count-objects']))
+    const loose = parseLooseCount(await this.run('count-objects', ['count-objects']))
     if (loose < LOOSE_OBJECTS_BEFORE_REPACK) return false
     await this.run('repack', ['repack', '-a', '-d', '-q', `--window=${REPACK_WINDOW}`, `--depth=${REPACK_DEPTH}`])
     return true
@@ -336,12 +336,6 @@ export class GitRepository {
       throw gitFailure(this.sink, op, err, this.settings.secrets)
     }
   }
-}
-
-/** `git count-objects`: "<n> objects, <k> kilobytes". */
-function looseObjects(output: string): number {
-  const n = Number(/^(\d+) objects/.exec(output)?.[1])
-  return Number.isSafeInteger(n) ? n : 0
 }
 
 function isUnder(file: string, dir: string): boolean {

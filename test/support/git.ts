@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process'
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import type { GitSinkSettings } from '../../api/types.js'
+import { parseLooseCount } from '../../sinks/git/process.js'
 import type { SinkOptions } from '../../sinks/options.js'
 import type { Sink } from '../../sinks/sink.js'
 
@@ -31,6 +32,31 @@ function testEnv(): NodeJS.ProcessEnv {
 export async function git(cwd: string, ...args: string[]): Promise<string> {
   const { stdout } = await run('git', args, { cwd, env: testEnv(), maxBuffer: 256 * 1024 * 1024 })
   return stdout
+}
+
+/** The repository's loose objects, as the git sink counts them before packing. */
+export async function looseObjects(repo: string): Promise<number> {
+  return parseLooseCount(await git(repo, 'count-objects'))
+}
+
+/** The repository's packed blobs: how many are stored whole and their bytes, and the deltas' (verify-pack: a delta's line has 7 fields). */
+export async function packedBlobs(repo: string): Promise<{ whole: number; wholeBytes: number; deltas: number; deltaBytes: number }> {
+  const dir = path.join(repo, '.git', 'objects', 'pack')
+  const indexes = (await readdir(dir)).filter((f) => f.endsWith('.idx')).map((f) => path.join(dir, f))
+  const out = { whole: 0, wholeBytes: 0, deltas: 0, deltaBytes: 0 }
+  if (indexes.length === 0) return out
+  for (const line of (await git(repo, 'verify-pack', '-v', ...indexes)).split('\n')) {
+    const f = line.split(/\s+/)
+    if (f[1] !== 'blob') continue
+    if (f.length === 5) {
+      out.whole++
+      out.wholeBytes += Number(f[3])
+    } else if (f.length === 7) {
+      out.deltas++
+      out.deltaBytes += Number(f[3])
+    }
+  }
+  return out
 }
 
 /** A fresh directory, removed when the test ends. */
