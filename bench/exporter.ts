@@ -27,6 +27,7 @@ import { kafkaSettings } from '../sinks/kafka/config.js'
 import { partitionFor } from '../sinks/kafka/encode.js'
 import { KafkaService } from '../sinks/kafka/service.js'
 import { startKafka } from '../test/support/kafka.js'
+import { FLOOR_BOUND, gitFloorCost } from './git-floor.js'
 
 export const INVENTORY = { namespace: 'team-a', name: 'bench' }
 
@@ -213,6 +214,8 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
     const fencing: FencingCost[] = []
     for (const s of sinks) fencing.push(await fencingCost(fencingSinks, s, items))
     const fencingFigures = fencingReport(fencing)
+    // The document layout against raw git's own commit of the same document (issue 29).
+    const floor = layout === 'document' ? await gitFloorCost(fencingSinks, sinks[0] as ResolvedSink, items, root) : undefined
 
     // 1,000 updates in one debounce window: one export per sink.
     const burstComposition = { ...run.composition, debounceMs: 300, maxWaitMs: 60_000 }
@@ -244,8 +247,16 @@ export async function benchExporter(count = 10_000, layout: 'document' | 'perRes
       ['drift check in step: git / postgres', `${(driftMs['git'] ?? 0).toFixed(0)} ms / ${(driftMs['pg'] ?? 0).toFixed(0)} ms`],
       ['  over the initial export of that sink', ['git', 'pg'].map((n) => ((driftMs[n] ?? 0) / (initialSinks[n] ?? 1)).toFixed(3)).join(' / ')],
       ...fencingFigures.rows,
+      ...(floor ? [[
+        'git 1-item change over raw git\'s floor',
+        `${(floor.sinkMs / floor.rawMs).toFixed(3)} (medians: sink ${floor.sinkMs.toFixed(0)} ms, raw git ${floor.rawMs.toFixed(0)} ms)`,
+      ] as [string, string]] : []),
     ], [
       ['drift checks find the exported record in step', driftInStep],
+      ...(floor ? [
+        [`git 1-item change <= ${FLOOR_BOUND} x raw git`, floor.sinkMs <= FLOOR_BOUND * floor.rawMs] as [string, boolean],
+        ['  both branches hold the same document', floor.same] as [string, boolean],
+      ] : []),
       ['1 row, 1 event + marker, 1-item git diff', changeRows === 1 && changeEvents === 2 && changedItemGitLines === 2],
       ['ratio <= 0.1', ratio <= 0.1],
       ['one export per sink for a burst', perSinkBurst.every((n) => n === 1)],

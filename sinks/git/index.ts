@@ -24,6 +24,8 @@ interface HeldState {
   objectId: string
   held: Map<string, HeldItem>
   rendered?: string
+  /** The repository's generation when the state was taken: while it holds, the state is HEAD's. */
+  generation?: number
 }
 
 interface Staged {
@@ -77,9 +79,10 @@ export function createGitSink(opts: SinkOptions): Sink {
 
   const readHeld = async (managed: string): Promise<HeldState> => {
     const { settings, repo } = resolved()
-    const objectId = await repo.objectId(managed)
     const cached = heldCache.get(managed)
-    if (cached && cached.objectId === objectId) return cached
+    if (cached?.generation === repo.generation) return cached
+    const objectId = await repo.objectId(managed)
+    if (cached && cached.objectId === objectId) return remember(managed, { ...cached, generation: repo.generation })
     let held: Map<string, HeldItem>
     if (objectId === '') held = new Map()
     else if (settings.layout === 'document') held = heldFromItems(await repo.tree.readDocumentItems(managed))
@@ -93,7 +96,7 @@ export function createGitSink(opts: SinkOptions): Sink {
 
   const remember = (managed: string, state: HeldState): HeldState => {
     heldCache.delete(managed)
-    heldCache.set(managed, state)
+    heldCache.set(managed, { ...state, generation: resolved().repo.generation })
     if (heldCache.size > HELD_CACHE_SIZE) heldCache.delete(heldCache.keys().next().value as string)
     return state
   }
@@ -114,19 +117,19 @@ export function createGitSink(opts: SinkOptions): Sink {
         if (staged === undefined) return undefined
         if (!repo.remote) fence.check('committing')
         await repo.commit(withFencing(staged.message, fence.token))
-        ours = await repo.objectId(managed)
+        ours = await repo.committedId(managed)
       } else {
         // Rebased onto commits another writer pushed: the parent of ours is their tip.
         await refuseLaterLeader(fence, 'HEAD~1')
       }
       if (repo.remote) fence.check('pushing')
-      if (!repo.remote || (await repo.push()) === 'pushed') {
+      if (!repo.remote || (await repo.pushCommit()) === 'pushed') {
         remember(managed, { objectId: ours, held: staged.held, rendered: staged.rendered })
         return staged
       }
       // The remote moved. A clean rebase that leaves our files as rendered keeps our commit;
       // anything else starts over from the new tip, which re-renders the same snapshot.
-      if (!(await repo.rebaseOnRemote(managed, ours))) staged = undefined
+      if (!(await repo.rebaseOnRemote(managed))) staged = undefined
     }
     heldCache.delete(managed)
     throw new SinkError(`git sink ${opts.id}: push still rejected after ${MAX_ATTEMPTS} attempts; the remote moves too fast`, {
@@ -151,8 +154,7 @@ export function createGitSink(opts: SinkOptions): Sink {
       // Files are a pure function of the snapshot: if we rendered these very files, done.
       if (state.rendered === rendered) return undefined
       const diff = diffItems(state.held, snapshot.items)
-      await repo.tree.applyPlan(planFiles(managed, settings.layout, snapshot, diff))
-      if (!(await repo.stage(managed))) {
+      if (!(await repo.stage(await repo.tree.applyPlan(planFiles(managed, settings.layout, snapshot, diff))))) {
         remember(managed, { ...state, rendered })
         return undefined
       }
@@ -175,8 +177,7 @@ export function createGitSink(opts: SinkOptions): Sink {
     if (review) return review.withdraw({ cluster, namespace: inventory.namespace, name: inventory.name })
     const managed = managedFor(inventory, cluster)
     await publish(managed, async () => {
-      await repo.tree.removePath(managed)
-      if (!(await repo.stage(managed))) return undefined
+      if (!(await repo.stage(await repo.tree.removePath(managed)))) return undefined
       return { message: removeMessage(inventory, cluster), result: emptyResult(), held: new Map() }
     })
   }
@@ -219,8 +220,7 @@ export function createGitSink(opts: SinkOptions): Sink {
       drift = now.drift
       recordCheck(managed, snapshot, now.objectId, drift)
       if (drift.differences === 0) return undefined
-      await repo.tree.applyPlan(drift.plan)
-      if (!(await repo.stage(managed))) return undefined
+      if (!(await repo.stage(await repo.tree.applyPlan(drift.plan)))) return undefined
       const held = heldFromItems(snapshot.items)
       return { message: repairMessage(snapshot, drift.differences), result: emptyResult(), held, rendered: snapshotId(snapshot) }
     }, fence)
@@ -230,22 +230,23 @@ export function createGitSink(opts: SinkOptions): Sink {
   // Maintenance follows every operation that may have committed, in the sink's queue, where
   // nothing else runs git in the clone. The operation's outcome stands whatever it does: a repack
   // that fails leaves the objects loose, and the next operation tries again.
-  const maintained = async <T>(op: () => Promise<T>): Promise<T> => {
-    try {
-      return await op()
-    } finally {
-      await state?.repo.maintain().catch(() => false)
-    }
-  }
+  const maintained = <T>(op: () => Promise<T>): Promise<T> =>
+    queue.run(async () => {
+      try {
+        return await op()
+      } finally {
+        await state?.repo.maintain().catch(() => false)
+      }
+    })
 
   return {
     id: opts.id,
-    write: (snapshot, fence = NO_FENCE) => queue.run(() => maintained(() => write(snapshot, fence))),
+    write: (snapshot, fence = NO_FENCE) => maintained(() => write(snapshot, fence)),
     // In review mode a repair would bypass the review; each poll of the request compares the target instead.
     ...(opts.spec.git?.review ? {} : {
-      verify: (snapshot: Snapshot, mode: DriftMode, fence: WriteFence = NO_FENCE) => queue.run(() => maintained(() => verify(snapshot, mode, fence))),
+      verify: (snapshot: Snapshot, mode: DriftMode, fence: WriteFence = NO_FENCE) => maintained(() => verify(snapshot, mode, fence)),
     }),
-    remove: (inventory, cluster) => queue.run(() => maintained(() => remove(inventory, cluster))),
+    remove: (inventory, cluster) => maintained(() => remove(inventory, cluster)),
     healthcheck: async () => {
       const { repo } = resolved()
       if (repo.remote) await repo.lsRemote()

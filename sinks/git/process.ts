@@ -171,13 +171,17 @@ export function repositoryDir(settings: Pick<GitSettings, 'url'>, dataDir: strin
 }
 
 /**
- * Runs git in dir and resolves with its stdout; a non-zero exit rejects with stderr then stdout
- * as the message (the text failures are classified on). Spawned directly, args as an array and
- * no shell, so names stay data and nothing waits once the process has exited.
+ * Runs git in dir, with `input` on its stdin, and resolves with its stdout; a non-zero exit
+ * rejects with stderr then stdout as the message (the text failures are classified on). Spawned
+ * directly, args as an array and no shell, so names stay data and nothing waits once the process
+ * has exited.
  */
-export function runGit(dir: string, env: Record<string, string>, args: string[]): Promise<string> {
+export function runGit(dir: string, env: Record<string, string>, args: string[], input?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn('git', args, { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    // A git that exits before reading all of it closes the pipe: its exit code tells, not EPIPE.
+    child.stdin.on('error', () => undefined)
+    child.stdin.end(input)
     const out: Buffer[] = []
     const err: Buffer[] = []
     let timer: NodeJS.Timeout | undefined

@@ -16,6 +16,24 @@ import { WorkTree } from './worktree.js'
 
 export type PushOutcome = 'pushed' | 'rejected'
 
+/** What a change did to the files of the working tree: the paths stage() records. */
+export interface TreeChange {
+  written: string[]
+  removed: string[]
+}
+
+/** The tree git names for no files, in each object format: what a branch without commits holds. */
+const EMPTY_TREE: Record<ObjectFormat, string> = {
+  sha1: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
+  sha256: '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321',
+}
+
+/** A commit and its tree. */
+interface Tip {
+  commit: string
+  tree: string
+}
+
 /**
  * Loose objects the exports leave before the sink packs them (maintain()): an export of the
  * document layout leaves a blob, a tree per directory of its path and the commit (six for the
@@ -45,6 +63,19 @@ export class GitRepository {
   private readonly env: Record<string, string>
   private opened = false
   private format: ObjectFormat | undefined
+  /**
+   * Remote only: the branch tip this process last pushed, while HEAD, the index and the working
+   * tree are still at it. The next export then starts from it without a fetch: if the remote
+   * moved meanwhile, the push's lease refuses, and the rebase path fetches (issue 29).
+   */
+  private pushed: Tip | undefined
+  /** HEAD as this process last set it: saves asking git for the parent of the next commit. */
+  private headTip: Tip | undefined
+  /** What stage() recorded: the tree to commit, its parent, and the ids of the files it wrote. */
+  private staged: { tree: string; parent: string; ids: Map<string, string> } | undefined
+  /** The last commit, what the remote's branch held under it (a push's lease), and the ids of the files it wrote. */
+  private committed: { commit: string; tree: string; base: string; ids: Map<string, string> } | undefined
+  private moves = 0
 
   constructor(
     private readonly settings: GitSettings,
@@ -58,6 +89,15 @@ export class GitRepository {
 
   get remote(): boolean {
     return this.settings.url !== undefined
+  }
+
+  /**
+   * How often HEAD has moved other than by this process's own commits (a checkout of another
+   * writer's tip, a rebase). While it stays the same, what a path held at HEAD is what this
+   * process last wrote or read there: its own commits change only the paths they staged.
+   */
+  get generation(): number {
+    return this.moves
   }
 
   /**
@@ -105,6 +145,12 @@ export class GitRepository {
    */
   async syncToTip(managed: string): Promise<string> {
     await this.open()
+    // What the caller stages next changes the tree: the tip is ours again only once pushed.
+    const pushed = this.pushed
+    this.pushed = undefined
+    if (pushed) return pushed.commit
+    this.headTip = undefined
+    this.moves++
     await this.abortRebase()
     let status: Status
     if (this.remote) {
@@ -168,10 +214,8 @@ export class GitRepository {
     return true
   }
 
-  private async status(pathspec?: string): Promise<Status> {
-    const args = ['status', '--porcelain=v2', '--branch', '-z', '--untracked-files=all']
-    if (pathspec !== undefined) args.push('--', pathspec)
-    return parseStatus(await this.run('status', args))
+  private async status(): Promise<Status> {
+    return parseStatus(await this.run('status', ['status', '--porcelain=v2', '--branch', '-z', '--untracked-files=all']))
   }
 
   /** Object id of a path at HEAD or at a commit ("" when absent): equal ids mean equal content. */
@@ -187,7 +231,10 @@ export class GitRepository {
     await this.open()
     const { branch } = this.settings
     if (!this.remote) return this.resolve(`refs/heads/${branch}`)
-    return (await this.fetch()) ? this.resolve(`refs/remotes/origin/${branch}`) : ''
+    const tip = (await this.fetch()) ? await this.resolve(`refs/remotes/origin/${branch}`) : ''
+    // Another writer moved the branch: the next export starts from a fetch, not from our push.
+    if (tip !== this.pushed?.commit) this.pushed = undefined
+    return tip
   }
 
   /** Another branch of the remote (a review branch), just fetched: its commit, or "" when absent. */
@@ -219,6 +266,12 @@ export class GitRepository {
     return this.resolve('HEAD')
   }
 
+  /** HEAD and its tree, both "" while the branch has no commit. */
+  private async readHead(): Promise<Tip> {
+    const commit = await this.head()
+    return { commit, tree: commit === '' ? '' : await this.resolve(`${commit}^{tree}`) }
+  }
+
   /**
    * The fencing epoch in the newest commit at or before `rev` that names `lease` in its trailers
    * (leader election), or undefined when none does. The lease is data: matched escaped, as a whole line.
@@ -232,34 +285,78 @@ export class GitRepository {
     return out.trim() !== '' && Number.isSafeInteger(epoch) ? epoch : undefined
   }
 
-  /** Stages the managed path and says whether a commit would change anything. */
-  async stage(relPath: string): Promise<boolean> {
-    const status = await this.status(relPath)
-    if (!status.trackedChanges && status.untracked.length === 0) return false
-    await this.run('add', ['add', '-A', '-v', '--', relPath])
+  /**
+   * Records exactly the files a change wrote and removed in the index, and says whether a commit
+   * would change anything. Plumbing, not `git status` and `git add`: those scan and re-hash the
+   * whole path, and an index entry written within a second of its file is hashed again at every
+   * index write. The files are stored as written (no filters), the bytes drift compares.
+   */
+  async stage(change: TreeChange): Promise<boolean> {
+    const parent = this.headTip ?? (await this.readHead())
+    this.headTip = undefined
+    const entries: string[] = []
+    const ids = new Map<string, string>()
+    if (change.removed.length > 0) {
+      const none = '0'.repeat((await this.objectFormat()) === 'sha256' ? 64 : 40)
+      for (const file of change.removed) entries.push(`0 ${none}\t${file}`)
+    }
+    if (change.written.length > 0) {
+      const out = (await this.run('hash-object', ['hash-object', '-w', '--no-filters', '--stdin-paths'], change.written.map(stdinPath).join(''))).split('\n')
+      change.written.forEach((file, i) => {
+        ids.set(file, out[i] ?? '')
+        entries.push(`100644 ${out[i] ?? ''}\t${file}`)
+      })
+    }
+    for (const file of change.removed) ids.set(file, '')
+    if (entries.length > 0) await this.run('update-index', ['update-index', '-z', '--index-info'], entries.map((e) => `${e}\0`).join(''))
+    const tree = (await this.run('write-tree', ['write-tree'])).trim()
+    if (tree === (parent.commit === '' ? EMPTY_TREE[await this.objectFormat()] : parent.tree)) return false
+    this.staged = { tree, parent: parent.commit, ids }
     return true
   }
 
   /**
-   * Commits the index on the branch. Plumbing, not `git commit`: that refreshes the index first,
-   * and a document written within the same second as the index is re-hashed whole. commit-tree
-   * writes the message verbatim, paragraphs as `commit --cleanup=verbatim -m` joined them.
+   * Commits what stage() recorded on the branch. Plumbing, not `git commit`, which refreshes the
+   * index first. commit-tree writes the message verbatim, paragraphs as
+   * `commit --cleanup=verbatim -m` joined them.
    */
-  async commit(message: string[]): Promise<void> {
-    const tree = (await this.run('write-tree', ['write-tree'])).trim()
-    const parent = await this.head()
+  async commit(message: string[]): Promise<string> {
+    const { tree, parent, ids } = this.staged ?? { tree: (await this.run('write-tree', ['write-tree'])).trim(), parent: await this.head(), ids: new Map() }
+    this.staged = undefined
     const args = ['commit-tree', tree]
     if (parent) args.push('-p', parent)
     for (const paragraph of message) args.push('-m', paragraph)
     const commit = (await this.run('commit-tree', args)).trim()
     // With the parent as the old value: a ref moved under us fails instead of being overwritten.
     await this.run('update-ref', ['update-ref', '-m', 'kollect: commit', 'HEAD', commit, parent])
+    this.committed = { commit, tree, base: parent, ids }
+    return commit
   }
 
-  /** Pushes HEAD (or refspec) to the branch; a remote that moved on is "rejected", not an error. */
-  async push(refspec = `HEAD:refs/heads/${this.settings.branch}`): Promise<PushOutcome> {
+  /** Object id of a path in the last commit ("" when absent), known without asking git when that commit wrote it. */
+  async committedId(relPath: string): Promise<string> {
+    const committed = this.committed
+    if (!committed) throw new Error('git object id of a commit not made')
+    return committed.ids.get(relPath) ?? this.objectId(relPath, committed.commit)
+  }
+
+  /**
+   * Pushes the last commit to the branch, leased on the tip it was made on: a remote that moved
+   * since, even to an ancestor (a rewind), is "rejected", not overwritten and not an error.
+   */
+  async pushCommit(): Promise<PushOutcome> {
+    const { branch } = this.settings
+    const committed = this.committed
+    if (!committed) throw new Error('git push without a commit')
+    const outcome = await this.push(`${committed.commit}:refs/heads/${branch}`, [`--force-with-lease=refs/heads/${branch}:${committed.base}`])
+    if (outcome === 'pushed') this.pushed = this.headTip = { commit: committed.commit, tree: committed.tree }
+    return outcome
+  }
+
+  /** Pushes a refspec; a remote that moved on is "rejected", not an error. */
+  async push(refspec: string, options: string[] = []): Promise<PushOutcome> {
     try {
-      await this.run('push', ['push', '--no-verify', 'origin', refspec])
+      await this.run('push', ['push', '--no-verify', ...options, 'origin', refspec])
       return 'pushed'
     } catch (err) {
       if (err instanceof SinkError && isRejectedBecauseRemoteMoved(err.message)) return 'rejected'
@@ -273,8 +370,13 @@ export class GitRepository {
    * caller must start over from the new tip (conflict, our commit became empty, or another
    * writer's change to the same path survived the merge).
    */
-  async rebaseOnRemote(managed: string, ours: string): Promise<boolean> {
+  async rebaseOnRemote(managed: string): Promise<boolean> {
     const { branch } = this.settings
+    this.pushed = this.headTip = undefined
+    this.moves++
+    const committed = this.committed
+    if (!committed) return false
+    const ours = await this.committedId(managed)
     try {
       await this.run('pull', ['pull', '--rebase', '--no-autostash', 'origin', branch])
     } catch (err) {
@@ -283,8 +385,9 @@ export class GitRepository {
       return false
     }
     const [head, remoteTip] = await Promise.all([this.head(), this.resolve(`refs/remotes/origin/${branch}`)])
-    if (head === remoteTip) return false
-    return (await this.objectId(managed)) === ours
+    if (head === remoteTip || (await this.objectId(managed)) !== ours) return false
+    this.committed = { ...committed, commit: head, tree: await this.resolve('HEAD^{tree}'), base: remoteTip }
+    return true
   }
 
   /**
@@ -328,14 +431,20 @@ export class GitRepository {
     }
   }
 
-  private async run(op: string, args: string[]): Promise<string> {
+  private async run(op: string, args: string[], input?: string): Promise<string> {
     if (!this.opened) throw new Error('git repository used before open')
     try {
-      return await runGit(this.dir, this.env, args)
+      return await runGit(this.dir, this.env, args, input)
     } catch (err) {
       throw gitFailure(this.sink, op, err, this.settings.secrets)
     }
   }
+}
+
+// `hash-object --stdin-paths` reads a line that starts with a quote as a C-quoted path.
+function stdinPath(file: string): string {
+  if (/[\n\r]/.test(file)) throw new Error(`a path with a line break cannot be staged: ${JSON.stringify(file)}`)
+  return `${file.startsWith('"') ? `"${file.replace(/["\\]/g, '\\$&')}"` : file}\n`
 }
 
 function isUnder(file: string, dir: string): boolean {

@@ -1,9 +1,11 @@
+import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, rm, rmdir, unlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Item } from '../../api/types.js'
 import { parseItem, parseSnapshotItems } from '../document.js'
 import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
 import type { FilePlan } from './encode.js'
+import type { TreeChange } from './service.js'
 
 // The files of the working tree: reading what a managed path holds and applying a FilePlan. No
 // git here: what is staged and committed is decided in service.ts.
@@ -49,7 +51,7 @@ export class WorkTree {
     return out
   }
 
-  async applyPlan(plan: FilePlan): Promise<void> {
+  async applyPlan(plan: FilePlan): Promise<TreeChange> {
     const made = new Set<string>()
     await inBatches([...plan.write], async ([rel, text]) => {
       const file = this.abs(rel)
@@ -62,15 +64,21 @@ export class WorkTree {
         await writeFile(file, text, 'utf8')
       })
     })
-    if (!plan.prune) return
+    const written = [...plan.write.keys()]
+    if (!plan.prune) return { written, removed: [] }
     const { dir, keep } = plan.prune
     const stale = (await this.listFiles(dir)).filter((rel) => !keep.has(rel))
     await inBatches(stale, (rel) => this.io('delete', () => unlink(this.abs(rel))))
     if (stale.length > 0) await removeEmptyDirs(this.abs(dir))
+    return { written, removed: stale }
   }
 
-  async removePath(relPath: string): Promise<void> {
+  /** Removes a file or a directory with everything in it. */
+  async removePath(relPath: string): Promise<TreeChange> {
+    const files = await this.listFiles(relPath)
+    const removed = files.length > 0 ? files : existsSync(this.abs(relPath)) ? [relPath] : []
     await this.io('delete', () => rm(this.abs(relPath), { recursive: true, force: true }))
+    return { written: [], removed }
   }
 
   private async listFiles(dir: string): Promise<string[]> {

@@ -310,6 +310,42 @@ describe('git sink, remote repository', () => {
     assert.equal(await showFile(remote, 'main', 'README.md'), 'written by a person\n')
   })
 
+  // An export that follows our own push starts from it without a fetch (issue 29): these are the
+  // ways the remote can have moved meanwhile, which the push's lease must catch.
+  it('another writer pushing between two exports: the next export lands on top of their commit', async (t) => {
+    const { root, remote, sink } = await setup(t)
+    const items = makeItems(5)
+    await sink.write(snapshot(items))
+    const other = await cloneRemote(remote, path.join(root, 'other'))
+    await writeFile(path.join(other, 'README.md'), 'written by a person\n')
+    await git(other, 'add', 'README.md')
+    await git(other, 'commit', '-q', '-m', 'docs: readme')
+    await git(other, 'push', '-q', 'origin', 'HEAD:main')
+
+    items[2] = bumpReplicas(items[2] as Item, 8)
+    assert.deepEqual(await sink.write(snapshot(items)), { added: 0, changed: 1, removed: 0 })
+    const subjects = (await gitLog(remote, 'main')).map((entry) => entry.subject)
+    assert.deepEqual(subjects.slice(0, 3), ['kollect: team-a/deployments +0 ~1 -0 (5 items)', 'docs: readme', 'kollect: team-a/deployments +5 ~0 -0 (5 items)'])
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snapshot(items)))
+  })
+
+  it('a branch rewound by another writer between two exports: what they removed stays removed', async (t) => {
+    const { root, remote, sink } = await setup(t)
+    const items = makeItems(5)
+    await sink.write(snapshot(items))
+    const [removed, kept] = (await gitLog(remote, 'main')).map((entry) => entry.sha)
+    // A person takes the export back out, as after publishing something by mistake.
+    const other = await cloneRemote(remote, path.join(root, 'other'))
+    await git(other, 'push', '-q', '--force', 'origin', `${kept ?? ''}:main`)
+
+    items[2] = bumpReplicas(items[2] as Item, 8)
+    assert.deepEqual(await sink.write(snapshot(items)), { added: 5, changed: 0, removed: 0 })
+    const log = await gitLog(remote, 'main')
+    assert.deepEqual(log.map((entry) => entry.sha).slice(1), [kept])
+    assert.ok(!log.some((entry) => entry.sha === removed), 'the removed commit came back')
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snapshot(items)))
+  })
+
   it('a conflicting writer editing the same document: our write re-renders and wins', async (t) => {
     const { root, remote, work, sink } = await setup(t)
     const items = makeItems(5)
