@@ -27,12 +27,16 @@ function itemAsElement(item: Item): string {
   return text
 }
 
+const EMPTY_ITEMS = '\n  "items": [],\n'
+
 export function renderSnapshot(snapshot: Snapshot, format: DocumentFormat = 'json'): string {
   if (format === 'json') {
     // Byte-identical to canonicalJsonPretty(snapshot): the envelope's keys sort around "items".
     const envelope = canonicalJsonPretty({ ...snapshot, items: [] })
     if (snapshot.items.length === 0) return envelope
-    return envelope.replace('\n  "items": [],\n', () => `\n  "items": [\n${snapshot.items.map(itemAsElement).join(',\n')}\n  ],\n`)
+    // Concatenated, not replace()d: the items' text (17 MB at 10k) is then copied once, when written.
+    const at = envelope.indexOf(EMPTY_ITEMS)
+    return envelope.slice(0, at) + '\n  "items": [\n' + snapshot.items.map(itemAsElement).join(',\n') + '\n  ],\n' + envelope.slice(at + EMPTY_ITEMS.length)
   }
   // No folding and no anchors: a long string or a repeated value must stay one stable line.
   return YAML.stringify(sortKeys(snapshot), { lineWidth: 0, aliasDuplicateObjects: false })

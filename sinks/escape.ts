@@ -48,6 +48,8 @@ export interface TemplateValues {
  */
 export function renderPath(root: string, template: string, values: TemplateValues): string {
   if (template.includes('\0')) throw new Error('path template contains NUL')
+  // A line break in a path ends it early wherever paths travel as lines (git's --stdin-paths).
+  if ([...template].some((ch) => ch < ' ' || ch === '\u007f')) throw new Error('path template contains a control character')
   const rendered = template.replace(/\{(cluster|namespace|name)\}/g, (_m, key: keyof TemplateValues) =>
     escapePathSegment(values[key]),
   )

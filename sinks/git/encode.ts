@@ -12,6 +12,8 @@ import type { GitLayout } from './config.js'
 export interface FilePlan {
   /** Files to create or replace. */
   write: Map<string, string>
+  /** Files that go. */
+  remove?: string[]
   /** perResource: every other file under `dir` goes. */
   prune?: { dir: string; keep: Set<string> }
 }
@@ -28,10 +30,12 @@ export function managedPath(documentPath: string, layout: GitLayout, template: s
   return documentPath.slice(0, -ext.length)
 }
 
-export function planFiles(managed: string, layout: GitLayout, snapshot: Snapshot, diff: ItemDiff): FilePlan {
+/** `diffed` gives the items' diff against what the tip holds; a document does not ask for it. */
+export function planFiles(managed: string, layout: GitLayout, snapshot: Snapshot, diffed: () => ItemDiff): FilePlan {
   if (layout === 'document') return { write: new Map([[managed, renderSnapshot(snapshot)]]) }
   // Unchanged items already sit at their path with this content (the held state was read from
   // exactly those files), so only the diff is written.
+  const diff = diffed()
   const write = new Map<string, string>()
   for (const item of diff.added) write.set(itemPath(managed, item), renderItem(item))
   for (const { after } of diff.changed) write.set(itemPath(managed, after), renderItem(after))

@@ -1,8 +1,8 @@
 import path from 'node:path'
 import type { ObjectRef, Snapshot } from '../../api/types.js'
 import type { SinkDescriptor } from '../descriptor.js'
-import { diffItems, type HeldItem } from '../diff.js'
-import { heldFromItems, itemPath, renderDocumentPath, renderSnapshot } from '../document.js'
+import { diffItems, type HeldItem, type ItemDiff } from '../diff.js'
+import { heldFromItems, itemPath, parseSnapshotItems, renderDocumentPath, renderSnapshot } from '../document.js'
 import { configError, type SinkLabel } from '../errors.js'
 import { NO_FENCE, refuseOlder, type WriteFence } from '../fence.js'
 import type { SinkOptions } from '../options.js'
@@ -85,7 +85,7 @@ export function createGitSink(opts: SinkOptions): Sink {
     if (cached && cached.objectId === objectId) return remember(managed, { ...cached, generation: repo.generation })
     let held: Map<string, HeldItem>
     if (objectId === '') held = new Map()
-    else if (settings.layout === 'document') held = heldFromItems(await repo.tree.readDocumentItems(managed))
+    else if (settings.layout === 'document') held = heldFromItems(parseSnapshotItems(await repo.readBlob(objectId)) ?? [])
     else {
       // A file not at its item's own path is not held: it is pruned and the item rewritten.
       const files = await repo.tree.readItemFiles(managed)
@@ -153,8 +153,12 @@ export function createGitSink(opts: SinkOptions): Sink {
       const state = await readHeld(managed)
       // Files are a pure function of the snapshot: if we rendered these very files, done.
       if (state.rendered === rendered) return undefined
-      const diff = diffItems(state.held, snapshot.items)
-      if (!(await repo.stage(await repo.tree.applyPlan(planFiles(managed, settings.layout, snapshot, diff))))) {
+      let diff: ItemDiff | undefined
+      const diffed = (): ItemDiff => (diff ??= diffItems(state.held, snapshot.items))
+      // A document needs no diff to be rendered: git starts hashing it while the diff is computed.
+      const staging = repo.stagePlan(planFiles(managed, settings.layout, snapshot, diffed))
+      diff = diffed()
+      if (!(await staging)) {
         remember(managed, { ...state, rendered })
         return undefined
       }
@@ -177,7 +181,7 @@ export function createGitSink(opts: SinkOptions): Sink {
     if (review) return review.withdraw({ cluster, namespace: inventory.namespace, name: inventory.name })
     const managed = managedFor(inventory, cluster)
     await publish(managed, async () => {
-      if (!(await repo.stage(await repo.tree.removePath(managed)))) return undefined
+      if (!(await repo.stageRemoval(managed))) return undefined
       return { message: removeMessage(inventory, cluster), result: emptyResult(), held: new Map() }
     })
   }
@@ -220,7 +224,7 @@ export function createGitSink(opts: SinkOptions): Sink {
       drift = now.drift
       recordCheck(managed, snapshot, now.objectId, drift)
       if (drift.differences === 0) return undefined
-      if (!(await repo.stage(await repo.tree.applyPlan(drift.plan)))) return undefined
+      if (!(await repo.stagePlan(drift.plan))) return undefined
       const held = heldFromItems(snapshot.items)
       return { message: repairMessage(snapshot, drift.differences), result: emptyResult(), held, rendered: snapshotId(snapshot) }
     }, fence)

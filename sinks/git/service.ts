@@ -5,7 +5,7 @@ import { sinkFailure, type SinkLabel } from '../errors.js'
 import { SinkError } from '../sink.js'
 import type { GitSettings } from './config.js'
 import type { ObjectFormat } from './drift.js'
-import { EPOCH_TRAILER, LEASE_TRAILER } from './encode.js'
+import { EPOCH_TRAILER, LEASE_TRAILER, type FilePlan } from './encode.js'
 import {
   gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobIds, parseLooseCount, parseStatus, repositoryDir, runGit, type Status,
 } from './process.js'
@@ -27,6 +27,9 @@ const EMPTY_TREE: Record<ObjectFormat, string> = {
   sha1: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
   sha256: '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321',
 }
+
+/** Files a plan may have for stagePlan to hash them from memory rather than write them to the tree. */
+const FILES_STAGED_FROM_MEMORY = 8
 
 /** A commit and its tree. */
 interface Tip {
@@ -76,6 +79,16 @@ export class GitRepository {
   /** The last commit, what the remote's branch held under it (a push's lease), and the ids of the files it wrote. */
   private committed: { commit: string; tree: string; base: string; ids: Map<string, string> } | undefined
   private moves = 0
+  /**
+   * Loose objects at the last count, plus at most how many this process has written since: the
+   * count (a process of its own) runs only when the two could reach the repack threshold.
+   * Anything fetched makes it unknown.
+   */
+  private looseBound = Infinity
+  /** Files staged from memory whose working-tree copy is older than the index's (stagePlan). */
+  private readonly lagging = new Set<string>()
+  /** Loose objects a repack left (unreachable ones, which it does not pack): the threshold counts from there. */
+  private looseAfterRepack = 0
 
   constructor(
     private readonly settings: GitSettings,
@@ -162,6 +175,8 @@ export class GitRepository {
         await this.run('checkout', ['checkout', '-f', '-B', this.settings.branch, `refs/remotes/origin/${this.settings.branch}`])
         status = await this.status()
       }
+      // The checkout wrote every file that differed from the tip, those staged from memory too.
+      this.lagging.clear()
     } else {
       status = await this.checkoutLocalBranch()
       if (status.trackedChanges) {
@@ -205,6 +220,8 @@ export class GitRepository {
 
   /** Fetches the branch; false when the remote does not have it. */
   private async fetch(branch = this.settings.branch): Promise<boolean> {
+    // What a fetch brings is not counted: fewer than 100 objects arrive loose.
+    this.looseBound = Infinity
     try {
       await this.run('fetch', ['fetch', '-v', '--no-tags', 'origin', `+refs/heads/${branch}:refs/remotes/origin/${branch}`])
     } catch (err) {
@@ -286,33 +303,79 @@ export class GitRepository {
   }
 
   /**
+   * Puts a plan's files in the working tree and the index, and says whether a commit would change
+   * anything. In a clone, a plan of a few files (a document, a shard and its envelope) is hashed
+   * from memory and not written to the tree at all: nothing reads the clone's files but git, and
+   * a rebase writes them first (settleTree).
+   */
+  async stagePlan(plan: FilePlan): Promise<boolean> {
+    if (!this.remote || plan.prune || plan.write.size > FILES_STAGED_FROM_MEMORY) return this.stage(await this.tree.applyPlan(plan))
+    // Started before anything is awaited: git hashes while the caller goes on (a diff).
+    const written = [...plan.write]
+    const hashing = Promise.all(written.map(([, text]) => this.run('hash-object', ['hash-object', '-w', '--no-filters', '--stdin'], text)))
+    // Awaited below; a failure meanwhile must not count as unhandled.
+    hashing.catch(() => undefined)
+    const removed = plan.remove ?? []
+    await this.tree.removeFiles(removed)
+    const ids = await hashing
+    for (const [file] of written) this.lagging.add(file)
+    return this.record(new Map(written.map(([file], i) => [file, (ids[i] ?? '').trim()])), removed)
+  }
+
+  /** Removes a file, or a directory with everything in it, from the index and the tree; true when the commit would change anything. */
+  async stageRemoval(relPath: string): Promise<boolean> {
+    const files = (await this.run('ls-files', ['ls-files', '-z', '--', relPath])).split('\0').filter((f) => f !== '')
+    for (const file of files) this.lagging.delete(file)
+    await this.tree.removePath(relPath)
+    return this.record(new Map(), files)
+  }
+
+  /**
    * Records exactly the files a change wrote and removed in the index, and says whether a commit
    * would change anything. Plumbing, not `git status` and `git add`: those scan and re-hash the
    * whole path, and an index entry written within a second of its file is hashed again at every
    * index write. The files are stored as written (no filters), the bytes drift compares.
    */
-  async stage(change: TreeChange): Promise<boolean> {
+  private async stage(change: TreeChange): Promise<boolean> {
+    const written = new Map<string, string>()
+    if (change.written.length > 0) {
+      const out = (await this.run('hash-object', ['hash-object', '-w', '--no-filters', '--stdin-paths'], change.written.map(stdinPath).join(''))).split('\n')
+      change.written.forEach((file, i) => written.set(file, out[i] ?? ''))
+    }
+    return this.record(written, change.removed)
+  }
+
+  private async record(written: Map<string, string>, removed: string[]): Promise<boolean> {
     const parent = this.headTip ?? (await this.readHead())
     this.headTip = undefined
     const entries: string[] = []
     const ids = new Map<string, string>()
-    if (change.removed.length > 0) {
+    if (removed.length > 0) {
       const none = '0'.repeat((await this.objectFormat()) === 'sha256' ? 64 : 40)
-      for (const file of change.removed) entries.push(`0 ${none}\t${file}`)
+      for (const file of removed) {
+        entries.push(`0 ${none}\t${file}`)
+        ids.set(file, '')
+      }
     }
-    if (change.written.length > 0) {
-      const out = (await this.run('hash-object', ['hash-object', '-w', '--no-filters', '--stdin-paths'], change.written.map(stdinPath).join(''))).split('\n')
-      change.written.forEach((file, i) => {
-        ids.set(file, out[i] ?? '')
-        entries.push(`100644 ${out[i] ?? ''}\t${file}`)
-      })
+    for (const [file, id] of written) {
+      entries.push(`100644 ${id}\t${file}`)
+      ids.set(file, id)
     }
-    for (const file of change.removed) ids.set(file, '')
     if (entries.length > 0) await this.run('update-index', ['update-index', '-z', '--index-info'], entries.map((e) => `${e}\0`).join(''))
     const tree = (await this.run('write-tree', ['write-tree'])).trim()
+    // The blobs, a tree per directory above a changed file, and the commit to come.
+    this.looseBound += written.size + treesAbove([...ids.keys()]) + 1
     if (tree === (parent.commit === '' ? EMPTY_TREE[await this.objectFormat()] : parent.tree)) return false
     this.staged = { tree, parent: parent.commit, ids }
     return true
+  }
+
+  /** Writes the files staged from memory into the working tree, for a git command that reads it. */
+  private async settleTree(): Promise<void> {
+    if (this.lagging.size === 0) return
+    const files = [...this.lagging]
+    this.lagging.clear()
+    await this.run('checkout-index', ['checkout-index', '-f', '-z', '--stdin'], files.map((f) => `${f}\0`).join(''))
   }
 
   /**
@@ -374,9 +437,11 @@ export class GitRepository {
     const { branch } = this.settings
     this.pushed = this.headTip = undefined
     this.moves++
+    this.looseBound = Infinity
     const committed = this.committed
     if (!committed) return false
     const ours = await this.committedId(managed)
+    await this.settleTree()
     try {
       await this.run('pull', ['pull', '--rebase', '--no-autostash', 'origin', branch])
     } catch (err) {
@@ -392,15 +457,20 @@ export class GitRepository {
 
   /**
    * The sink's own maintenance, at a bounded rate: once LOOSE_OBJECTS_BEFORE_REPACK loose objects
-   * have accumulated, packs everything with each document version a delta of another. repack -a
-   * reuses the deltas of earlier packs, so a run costs the new objects' delta search, not the
-   * history's. True when it packed.
+   * have accumulated since the last repack, packs everything with each document version a delta
+   * of another. repack -a reuses the deltas of earlier packs, so a run costs the new objects'
+   * delta search, not the history's. What a repack leaves loose (unreachable objects, which git
+   * gc would prune after two weeks) does not count, or every export would repack. True when it
+   * packed.
    */
   async maintain(): Promise<boolean> {
+    const threshold = this.looseAfterRepack + LOOSE_OBJECTS_BEFORE_REPACK
+    if (this.looseBound < threshold) return false
     await this.open()
-    const loose = parseLooseCount(await this.run('count-objects', ['count-objects']))
-    if (loose < LOOSE_OBJECTS_BEFORE_REPACK) return false
+    const count = async () => (this.looseBound = parseLooseCount(await this.run('count-objects', ['count-objects'])))
+    if ((await count()) < threshold) return false
     await this.run('repack', ['repack', '-a', '-d', '-q', `--window=${REPACK_WINDOW}`, `--depth=${REPACK_DEPTH}`])
+    this.looseAfterRepack = await count()
     return true
   }
 
@@ -445,6 +515,13 @@ export class GitRepository {
 function stdinPath(file: string): string {
   if (/[\n\r]/.test(file)) throw new Error(`a path with a line break cannot be staged: ${JSON.stringify(file)}`)
   return `${file.startsWith('"') ? `"${file.replace(/["\\]/g, '\\$&')}"` : file}\n`
+}
+
+/** How many trees hold these files: the root's and one per directory above any of them. */
+function treesAbove(files: string[]): number {
+  const dirs = new Set([''])
+  for (const file of files) for (let at = file.indexOf('/'); at >= 0; at = file.indexOf('/', at + 1)) dirs.add(file.slice(0, at))
+  return dirs.size
 }
 
 function isUnder(file: string, dir: string): boolean {

@@ -1,8 +1,7 @@
-import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, rm, rmdir, unlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Item } from '../../api/types.js'
-import { parseItem, parseSnapshotItems } from '../document.js'
+import { parseItem } from '../document.js'
 import { sinkFailure, type Secrets, type SinkLabel } from '../errors.js'
 import type { FilePlan } from './encode.js'
 import type { TreeChange } from './service.js'
@@ -26,18 +25,6 @@ export class WorkTree {
     } catch (err) {
       throw sinkFailure(this.sink, `${op} in ${this.dir}`, err, true, this.secrets)
     }
-  }
-
-  async readDocumentItems(relPath: string): Promise<Item[]> {
-    const text = await this.io('read', async () => {
-      try {
-        return await readFile(this.abs(relPath), 'utf8')
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-        throw err
-      }
-    })
-    return (text === undefined ? undefined : parseSnapshotItems(text)) ?? []
   }
 
   /** Every item file under dir that parses, with its path relative to the repository. */
@@ -65,20 +52,24 @@ export class WorkTree {
       })
     })
     const written = [...plan.write.keys()]
-    if (!plan.prune) return { written, removed: [] }
+    const removed = plan.remove ?? []
+    await this.removeFiles(removed)
+    if (!plan.prune) return { written, removed }
     const { dir, keep } = plan.prune
     const stale = (await this.listFiles(dir)).filter((rel) => !keep.has(rel))
     await inBatches(stale, (rel) => this.io('delete', () => unlink(this.abs(rel))))
     if (stale.length > 0) await removeEmptyDirs(this.abs(dir))
-    return { written, removed: stale }
+    return { written, removed: [...removed, ...stale] }
+  }
+
+  /** Removes files, whether or not they are there. */
+  async removeFiles(files: readonly string[]): Promise<void> {
+    await inBatches(files, (rel) => this.io('delete', () => rm(this.abs(rel), { force: true })))
   }
 
   /** Removes a file or a directory with everything in it. */
-  async removePath(relPath: string): Promise<TreeChange> {
-    const files = await this.listFiles(relPath)
-    const removed = files.length > 0 ? files : existsSync(this.abs(relPath)) ? [relPath] : []
+  async removePath(relPath: string): Promise<void> {
     await this.io('delete', () => rm(this.abs(relPath), { recursive: true, force: true }))
-    return { written: [], removed }
   }
 
   private async listFiles(dir: string): Promise<string[]> {

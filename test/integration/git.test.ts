@@ -199,8 +199,24 @@ describe('git sink, local repository (embedded default)', () => {
     assert.deepEqual(await sink.write(snapshot(hostile)), { added: 0, changed: 0, removed: 0 })
   })
 
+  it('paths are data to git: a quote, a backslash or a colon in the template names those very files', async (t) => {
+    // The sink hands git the files it wrote as lines of paths; git reads a line that starts with a quote as C-quoted.
+    for (const layout of ['document', 'perResource'] as const) {
+      const dataDir = await tempDir(t)
+      const sink = withSink(t, createGitSink(gitSinkOptions(dataDir, { layout, path: '"inv\\:*/{name}.json' })))
+      const items = makeItems(2)
+      await sink.write(snapshot(items))
+      items[1] = bumpReplicas(items[1] as Item, 4)
+      assert.deepEqual(await sink.write(snapshot(items)), { added: 0, changed: 1, removed: 0 }, layout)
+      const files = await listTree(dataDir, 'HEAD', '.')
+      assert.equal(files.length, layout === 'document' ? 1 : 2, layout)
+      for (const file of files) assert.ok(file.startsWith('"inv\\:*/deployments'), `${layout}: ${file}`)
+      assert.equal((await git(dataDir, 'status', '--porcelain')).trim(), '', layout)
+    }
+  })
+
   it('path templates that leave the repository or point into .git are permanent errors', async (t) => {
-    for (const template of ['../outside/{name}.json', '/etc/{name}.json', '.git/hooks/{name}', 'inventory/']) {
+    for (const template of ['../outside/{name}.json', '/etc/{name}.json', '.git/hooks/{name}', 'inventory/', 'inventory/\n{name}.json']) {
       const dataDir = await tempDir(t)
       const sink = withSink(t, createGitSink(gitSinkOptions(dataDir, { path: template })))
       const err = await rejection(sink.write(snapshot(makeItems(1))))
@@ -327,6 +343,23 @@ describe('git sink, remote repository', () => {
     const subjects = (await gitLog(remote, 'main')).map((entry) => entry.subject)
     assert.deepEqual(subjects.slice(0, 3), ['kollect: team-a/deployments +0 ~1 -0 (5 items)', 'docs: readme', 'kollect: team-a/deployments +5 ~0 -0 (5 items)'])
     assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snapshot(items)))
+  })
+
+  it('a restarted sink on the same clone: the first export fetches, and diffs against the remote', async (t) => {
+    const { remote, dataDir } = await setup(t)
+    const items = makeItems(5)
+    const first = createGitSink(gitSinkOptions(dataDir, { url: remote }))
+    await first.write(snapshot(items))
+    items[0] = bumpReplicas(items[0] as Item, 2)
+    await first.write(snapshot(items))
+    await first.close()
+
+    const restarted = withSink(t, createGitSink(gitSinkOptions(dataDir, { url: remote })))
+    items[1] = bumpReplicas(items[1] as Item, 3)
+    assert.deepEqual(await restarted.write(snapshot(items)), { added: 0, changed: 1, removed: 0 })
+    assert.equal(await showFile(remote, 'main', DOCUMENT), renderSnapshot(snapshot(items)))
+    // One attribute line and the checksum line, as from a sink that never stopped.
+    assert.equal((await changedLines(remote, 'main~1', 'main')).length, 4)
   })
 
   it('a branch rewound by another writer between two exports: what they removed stays removed', async (t) => {

@@ -130,8 +130,9 @@ export async function showFile(dir: string, ref: string, file: string): Promise<
 }
 
 export async function listTree(dir: string, ref: string, under: string): Promise<string[]> {
-  const out = await git(dir, 'ls-tree', '-r', '--name-only', ref, '--', under)
-  return out.split('\n').filter((line) => line !== '')
+  // -z: paths as they are, never C-quoted.
+  const out = await git(dir, 'ls-tree', '-r', '-z', '--name-only', ref, '--', under)
+  return out.split('\0').filter((line) => line !== '')
 }
 
 // The sink commits with plumbing (update-ref), which runs no post-commit hook; the

@@ -75,6 +75,8 @@ describe('renderPath', () => {
     { reason: 'a ".." segment in the template', template: 'a/../../{name}.json', error: /must not contain "\.\."/ },
     { reason: 'a ".." segment written with a backslash', template: 'a\\..\\{name}.json', error: /must not contain "\.\."/ },
     { reason: 'NUL in the template', template: '{name}\0.json', error: /contains NUL/ },
+    { reason: 'a line break in the template', template: 'inventory\n{name}.json', error: /contains a control character/ },
+    { reason: 'a tab in the template', template: 'inventory/\t{name}.json', error: /contains a control character/ },
   ]
   for (const c of refused) test(`refuses ${c.reason}`, () => assert.throws(() => renderPath(ROOT, c.template, VALUES), c.error))
 })
