@@ -9,7 +9,9 @@ export interface GitSinkSettings {
   branch?: string
   /** Path template; placeholders {cluster} {namespace} {name}. */
   path?: string
-  layout?: 'document' | 'perResource'
+  layout?: 'document' | 'perResource' | 'sharded'
+  /** sharded layout: how many files share an inventory's items (default 16). */
+  shards?: number
   author?: { name?: string; email?: string }
   /** Review mode: exports are proposed as merge or pull requests instead of pushed to the branch. */
   review?: GitReviewSettings

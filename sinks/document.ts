@@ -27,19 +27,25 @@ function itemAsElement(item: Item): string {
   return text
 }
 
-const EMPTY_ITEMS = '\n  "items": [],\n'
+const EMPTY_ITEMS = '\n  "items": []'
 
 export function renderSnapshot(snapshot: Snapshot, format: DocumentFormat = 'json'): string {
-  if (format === 'json') {
-    // Byte-identical to canonicalJsonPretty(snapshot): the envelope's keys sort around "items".
-    const envelope = canonicalJsonPretty({ ...snapshot, items: [] })
-    if (snapshot.items.length === 0) return envelope
-    // Concatenated, not replace()d: the items' text (17 MB at 10k) is then copied once, when written.
-    const at = envelope.indexOf(EMPTY_ITEMS)
-    return envelope.slice(0, at) + '\n  "items": [\n' + snapshot.items.map(itemAsElement).join(',\n') + '\n  ],\n' + envelope.slice(at + EMPTY_ITEMS.length)
-  }
+  // Byte-identical to canonicalJsonPretty(snapshot): the envelope's keys sort around "items".
+  if (format === 'json') return renderWithItems({ ...snapshot, items: [] }, snapshot.items)
   // No folding and no anchors: a long string or a repeated value must stay one stable line.
   return YAML.stringify(sortKeys(snapshot), { lineWidth: 0, aliasDuplicateObjects: false })
+}
+
+/**
+ * canonicalJsonPretty of `envelope` with `items` in its "items" (an empty array there), each
+ * item's text rendered once for all the documents and exports it appears in.
+ */
+export function renderWithItems(envelope: Record<string, unknown> & { items: [] }, items: readonly Item[]): string {
+  const text = canonicalJsonPretty(envelope)
+  if (items.length === 0) return text
+  // Concatenated, not replace()d: the items' text (17 MB at 10k) is then copied once, when written.
+  const at = text.indexOf(EMPTY_ITEMS) + EMPTY_ITEMS.length - 1
+  return text.slice(0, at) + '\n' + items.map(itemAsElement).join(',\n') + '\n  ' + text.slice(at)
 }
 
 export function renderItem(item: Item): string {

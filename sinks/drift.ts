@@ -38,18 +38,23 @@ export function documentDifferences(name: string, snapshot: Snapshot, rendered: 
   const counter = new DriftCounter()
   if (held !== rendered) {
     const parsed = held === undefined ? undefined : parseSnapshotDocument(held)
-    const theirs = new Map((parsed?.items ?? []).map((item) => [itemKey(item), item]))
-    // In the snapshot's order, as perResource reports them; what is left of theirs was added by someone else.
-    for (const item of snapshot.items) {
-      const key = itemKey(item)
-      if (!sameItem(theirs.get(key), item)) counter.note(key)
-      theirs.delete(key)
-    }
-    for (const key of theirs.keys()) counter.note(key)
+    noteItemDifferences(counter, parsed?.items ?? [], snapshot.items)
     const envelope = parsed && canonicalJson(parsed.envelope)
     if (counter.differences === 0 || envelope !== canonicalJson({ ...snapshot, items: undefined })) counter.note(name)
   }
   return counter.found()
+}
+
+/** Each item that differs between what a file holds (`held`) and what it should (`items`), once. */
+export function noteItemDifferences(counter: DriftCounter, held: readonly Item[], items: readonly Item[]): void {
+  const theirs = new Map(held.map((item) => [itemKey(item), item]))
+  // In the snapshot's order, as perResource reports them; what is left of theirs was added by someone else.
+  for (const item of items) {
+    const key = itemKey(item)
+    if (!sameItem(theirs.get(key), item)) counter.note(key)
+    theirs.delete(key)
+  }
+  for (const key of theirs.keys()) counter.note(key)
 }
 
 // Structural equality is a third of the cost of hashing 10k parsed items; the hash, which is what

@@ -6,8 +6,9 @@ import { configError, secretsFromCredentials, type Secrets, type SinkLabel } fro
 import type { Credentials } from '../sink.js'
 import type { ReviewText } from './review/provider.js'
 import { renderTemplate, templateProblem } from './review/templates.js'
+import { DEFAULT_SHARDS, MAX_SHARDS } from './shards.js'
 
-export type GitLayout = 'document' | 'perResource'
+export type GitLayout = 'document' | 'perResource' | 'sharded'
 
 interface GitAuth {
   /** Config key and value that send the credentials, scoped to the remote's origin. */
@@ -21,6 +22,8 @@ export interface GitSettings {
   branch: string
   pathTemplate: string
   layout: GitLayout
+  /** sharded: how many files share an inventory's items. */
+  shards: number
   author: { name: string; email: string }
   auth: GitAuth | undefined
   /** Every form in which the credentials could show up in git's output. */
@@ -51,8 +54,12 @@ export function resolveGitSettings(spec: KollectSinkSpec, credentials: Credentia
   const branch = review?.targetBranch ?? (git.branch || 'main')
   if (!isValidBranch(branch)) invalid(`branch "${branch}" is not a valid branch name`)
   const layout = git.layout ?? 'document'
-  if (layout !== 'document' && layout !== 'perResource') {
-    invalid(`layout must be "document" or "perResource", not "${String(layout)}"`)
+  if (layout !== 'document' && layout !== 'perResource' && layout !== 'sharded') {
+    invalid(`layout must be "document", "perResource" or "sharded", not "${String(layout)}"`)
+  }
+  const shards = git.shards ?? DEFAULT_SHARDS
+  if (!Number.isSafeInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
+    invalid(`shards must be a whole number from 1 to ${MAX_SHARDS}, not ${String(shards)}`)
   }
   const auth = url === undefined ? undefined : resolveAuth(url, credentials)
   return {
@@ -60,6 +67,7 @@ export function resolveGitSettings(spec: KollectSinkSpec, credentials: Credentia
     branch,
     pathTemplate: git.path || DEFAULT_GIT_PATH,
     layout,
+    shards,
     author: {
       name: identityPart(git.author?.name) || 'kollect',
       email: identityPart(git.author?.email) || 'kollect@kollect.dev',

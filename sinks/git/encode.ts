@@ -4,7 +4,8 @@ import type { ItemDiff } from '../diff.js'
 import { itemPath, renderItem, renderSnapshot } from '../document.js'
 import type { FencingToken } from '../fence.js'
 import type { WriteResult } from '../sink.js'
-import type { GitLayout } from './config.js'
+import type { GitLayout, GitSettings } from './config.js'
+import { planSharded } from './shards.js'
 
 // Pure: which files a snapshot becomes in the repository, and what the commits say. Paths are
 // relative to the repository root with "/" separators, as git names them.
@@ -30,9 +31,15 @@ export function managedPath(documentPath: string, layout: GitLayout, template: s
   return documentPath.slice(0, -ext.length)
 }
 
-/** `diffed` gives the items' diff against what the tip holds; a document does not ask for it. */
-export function planFiles(managed: string, layout: GitLayout, snapshot: Snapshot, diffed: () => ItemDiff): FilePlan {
-  if (layout === 'document') return { write: new Map([[managed, renderSnapshot(snapshot)]]) }
+/**
+ * `diffed` gives the items' diff against what the tip holds (a document does not ask for it);
+ * `held` names the files under a sharded inventory's directory at the tip.
+ */
+export function planFiles(
+  managed: string, settings: Pick<GitSettings, 'layout' | 'shards'>, snapshot: Snapshot, diffed: () => ItemDiff, held: ReadonlySet<string> = new Set(),
+): FilePlan {
+  if (settings.layout === 'document') return { write: new Map([[managed, renderSnapshot(snapshot)]]) }
+  if (settings.layout === 'sharded') return planSharded(managed, snapshot, diffed(), held, settings.shards)
   // Unchanged items already sit at their path with this content (the held state was read from
   // exactly those files), so only the diff is written.
   const diff = diffed()

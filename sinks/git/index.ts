@@ -13,6 +13,7 @@ import { gitEndpoints, resolveGitSettings, type GitSettings } from './config.js'
 import { blobId, documentDrift, resourceDrift, type Drift } from './drift.js'
 import { managedPath, planFiles, removeMessage, repairMessage, withFencing, writeMessage } from './encode.js'
 import { createReviewProvider, ReviewFlow } from './review/propose.js'
+import { parseShard, renderSharded, shardedDrift, shardedFiles, shardOfPath } from './shards.js'
 import { GitRepository } from './service.js'
 
 /** Push attempts per export before giving up with a retriable error. */
@@ -23,6 +24,8 @@ const HELD_CACHE_SIZE = 64
 interface HeldState {
   objectId: string
   held: Map<string, HeldItem>
+  /** sharded: the files under the inventory's directory. */
+  files?: ReadonlySet<string>
   rendered?: string
   /** The repository's generation when the state was taken: while it holds, the state is HEAD's. */
   generation?: number
@@ -32,6 +35,7 @@ interface Staged {
   message: string[]
   result: WriteResult
   held: Map<string, HeldItem>
+  files?: ReadonlySet<string>
   rendered?: string
 }
 
@@ -83,15 +87,28 @@ export function createGitSink(opts: SinkOptions): Sink {
     if (cached?.generation === repo.generation) return cached
     const objectId = await repo.objectId(managed)
     if (cached && cached.objectId === objectId) return remember(managed, { ...cached, generation: repo.generation })
-    let held: Map<string, HeldItem>
-    if (objectId === '') held = new Map()
-    else if (settings.layout === 'document') held = heldFromItems(parseSnapshotItems(await repo.readBlob(objectId)) ?? [])
-    else {
-      // A file not at its item's own path is not held: it is pruned and the item rewritten.
-      const files = await repo.tree.readItemFiles(managed)
-      held = heldFromItems(files.filter((f) => f.path === itemPath(managed, f.item)).map((f) => f.item))
+    if (objectId === '') return remember(managed, { objectId, held: new Map() })
+    if (settings.layout === 'document') return remember(managed, { objectId, held: heldFromItems(parseSnapshotItems(await repo.readBlob(objectId)) ?? []) })
+    if (settings.layout === 'sharded') {
+      // Shards of another count hold their items too: a new count moves them, and adds none.
+      const ids = await repo.fileIds('HEAD', managed)
+      const shards = [...ids].flatMap(([file, id]) => {
+        const at = shardOfPath(managed, file)
+        return at ? [{ ...at, id }] : []
+      })
+      const texts = await repo.readBlobs(shards.map((s) => s.id))
+      const items = shards.flatMap((s, i) => parseShard(texts[i] ?? '', s.shard, s.shards) ?? [])
+      return remember(managed, { objectId, held: heldFromItems(items), files: new Set(ids.keys()) })
     }
-    return remember(managed, { objectId, held })
+    // A file not at its item's own path is not held: it is pruned and the item rewritten.
+    const files = await repo.tree.readItemFiles(managed)
+    return remember(managed, { objectId, held: heldFromItems(files.filter((f) => f.path === itemPath(managed, f.item)).map((f) => f.item)) })
+  }
+
+  /** The files a snapshot leaves under a sharded inventory's directory; none to remember otherwise. */
+  const layoutFiles = (managed: string): ReadonlySet<string> | undefined => {
+    const { settings } = resolved()
+    return settings.layout === 'sharded' ? new Set(shardedFiles(managed, settings.shards)) : undefined
   }
 
   const remember = (managed: string, state: HeldState): HeldState => {
@@ -124,7 +141,7 @@ export function createGitSink(opts: SinkOptions): Sink {
       }
       if (repo.remote) fence.check('pushing')
       if (!repo.remote || (await repo.pushCommit()) === 'pushed') {
-        remember(managed, { objectId: ours, held: staged.held, rendered: staged.rendered })
+        remember(managed, { objectId: ours, held: staged.held, files: staged.files, rendered: staged.rendered })
         return staged
       }
       // The remote moved. A clean rebase that leaves our files as rendered keeps our commit;
@@ -156,14 +173,14 @@ export function createGitSink(opts: SinkOptions): Sink {
       let diff: ItemDiff | undefined
       const diffed = (): ItemDiff => (diff ??= diffItems(state.held, snapshot.items))
       // A document needs no diff to be rendered: git starts hashing it while the diff is computed.
-      const staging = repo.stagePlan(planFiles(managed, settings.layout, snapshot, diffed))
+      const staging = repo.stagePlan(planFiles(managed, settings, snapshot, diffed, state.files))
       diff = diffed()
       if (!(await staging)) {
         remember(managed, { ...state, rendered })
         return undefined
       }
       const result = resultOf(diff)
-      return { message: writeMessage(snapshot, result), result, held: diff.next, rendered }
+      return { message: writeMessage(snapshot, result), result, held: diff.next, files: layoutFiles(managed), rendered }
     }
     if (review) {
       await repo.syncToTip(managed)
@@ -194,6 +211,19 @@ export function createGitSink(opts: SinkOptions): Sink {
       const held = objectId === '' ? new Map<string, string>() : await repo.fileIds(tip, managed)
       return { drift: resourceDrift(managed, snapshot, held, format), objectId }
     }
+    if (settings.layout === 'sharded') {
+      const heldIds = objectId === '' ? new Map<string, string>() : await repo.fileIds(tip, managed)
+      const rendered = renderSharded(managed, snapshot, settings.shards)
+      const differing = new Set([...rendered].filter(([file, text]) => heldIds.get(file) !== blobId(text, format)).map(([file]) => file))
+      // Only the files that differ are read.
+      const held = [...differing].flatMap((file) => {
+        const id = heldIds.get(file)
+        return id === undefined ? [] : [{ file, id }]
+      })
+      const texts = await repo.readBlobs(held.map((h) => h.id))
+      const heldTexts = new Map(held.map((h, i) => [h.file, texts[i] ?? '']))
+      return { drift: shardedDrift(managed, snapshot, settings.shards, rendered, differing, heldTexts, heldIds), objectId }
+    }
     const rendered = renderSnapshot(snapshot)
     // Equal ids are equal bytes: the document is read only when it differs.
     const held = objectId === '' ? undefined : objectId === blobId(rendered, format) ? rendered : await repo.readBlob(objectId)
@@ -204,7 +234,7 @@ export function createGitSink(opts: SinkOptions): Sink {
   // snapshot can stop early; one that finds drift drops the cache, so that write re-reads the tip.
   const recordCheck = (managed: string, snapshot: Snapshot, objectId: string, drift: Drift): void => {
     if (drift.differences > 0) heldCache.delete(managed)
-    else remember(managed, { objectId, held: heldFromItems(snapshot.items), rendered: snapshotId(snapshot) })
+    else remember(managed, { objectId, held: heldFromItems(snapshot.items), files: layoutFiles(managed), rendered: snapshotId(snapshot) })
   }
 
   const verify = async (snapshot: Snapshot, mode: DriftMode, fence: WriteFence): Promise<DriftResult> => {
@@ -226,7 +256,7 @@ export function createGitSink(opts: SinkOptions): Sink {
       if (drift.differences === 0) return undefined
       if (!(await repo.stagePlan(drift.plan))) return undefined
       const held = heldFromItems(snapshot.items)
-      return { message: repairMessage(snapshot, drift.differences), result: emptyResult(), held, rendered: snapshotId(snapshot) }
+      return { message: repairMessage(snapshot, drift.differences), result: emptyResult(), held, files: layoutFiles(managed), rendered: snapshotId(snapshot) }
     }, fence)
     return { differences: drift.differences, examples: drift.examples, repaired: staged !== undefined }
   }

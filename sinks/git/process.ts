@@ -113,14 +113,14 @@ export function parseBlobIds(output: string): Map<string, string> {
   return ids
 }
 
-export function gitEnvironment(settings: GitSettings, dataDir: string): Record<string, string> {
+/** What every git Kollect runs gets from its environment: git's own, none of the host's configuration. */
+export function isolatedGitEnvironment(): Record<string, string> {
   const env: Record<string, string> = {}
   for (const key of PASSTHROUGH_ENV) {
     const value = process.env[key]
     if (value !== undefined) env[key] = value
   }
-  const { name, email } = settings.author
-  Object.assign(env, {
+  return Object.assign(env, {
     // English messages: errors are classified by their text.
     LC_ALL: 'C',
     // Without a terminal a credential prompt would hang; fail instead.
@@ -130,6 +130,13 @@ export function gitEnvironment(settings: GitSettings, dataDir: string): Record<s
     GIT_CONFIG_GLOBAL: '/dev/null',
     // Our paths are data: "*" or ":" in a name must never act as pathspec magic.
     GIT_LITERAL_PATHSPECS: '1',
+  })
+}
+
+export function gitEnvironment(settings: GitSettings, dataDir: string): Record<string, string> {
+  const env = isolatedGitEnvironment()
+  const { name, email } = settings.author
+  Object.assign(env, {
     GIT_AUTHOR_NAME: name,
     GIT_AUTHOR_EMAIL: email,
     GIT_COMMITTER_NAME: name,
@@ -176,7 +183,12 @@ export function repositoryDir(settings: Pick<GitSettings, 'url'>, dataDir: strin
  * directly, args as an array and no shell, so names stay data and nothing waits once the process
  * has exited.
  */
-export function runGit(dir: string, env: Record<string, string>, args: string[], input?: string): Promise<string> {
+export async function runGit(dir: string, env: Record<string, string>, args: string[], input?: string): Promise<string> {
+  return (await runGitBytes(dir, env, args, input)).toString('utf8')
+}
+
+/** runGit, with stdout as bytes: what `cat-file --batch` sizes its objects in. */
+export function runGitBytes(dir: string, env: Record<string, string>, args: string[], input?: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawn('git', args, { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] })
     // A git that exits before reading all of it closes the pipe: its exit code tells, not EPIPE.
@@ -199,11 +211,32 @@ export function runGit(dir: string, env: Record<string, string>, args: string[],
     child.on('error', (e) => (clearTimeout(timer), reject(e)))
     child.on('close', (code) => {
       clearTimeout(timer)
-      const stdout = Buffer.concat(out).toString('utf8')
+      const stdout = Buffer.concat(out)
       if (code === 0) return resolve(stdout)
       const stderr = Buffer.concat(err).toString('utf8')
-      const detail = silent ? `git ${args[0] ?? ''} printed nothing for ${SILENCE_TIMEOUT_MS / 1000} s and was killed` : `${stderr}\n${stdout}`
+      const detail = silent ? `git ${args[0] ?? ''} printed nothing for ${SILENCE_TIMEOUT_MS / 1000} s and was killed` : `${stderr}\n${stdout.toString('utf8')}`
       reject(new Error(detail.trim() || `git ${args[0] ?? ''} exited with ${String(code)}`))
     })
   })
+}
+
+/** `git cat-file --batch` for `ids`: each object's text in their order, undefined for one that is missing or not a blob. */
+export function parseBlobBatch(output: Buffer, ids: readonly string[]): (string | undefined)[] {
+  const texts: (string | undefined)[] = []
+  let at = 0
+  for (let i = 0; i < ids.length; i++) {
+    const eol = output.indexOf(0x0a, at)
+    if (eol < 0) break
+    // "<oid> <type> <size>", or "<name> missing"
+    const [, type, size] = output.subarray(at, eol).toString('utf8').split(' ')
+    const bytes = Number(size)
+    if (!Number.isSafeInteger(bytes)) {
+      texts.push(undefined)
+      at = eol + 1
+      continue
+    }
+    texts.push(type === 'blob' ? output.subarray(eol + 1, eol + 1 + bytes).toString('utf8') : undefined)
+    at = eol + 1 + bytes + 1
+  }
+  return texts
 }

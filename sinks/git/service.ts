@@ -7,7 +7,8 @@ import type { GitSettings } from './config.js'
 import type { ObjectFormat } from './drift.js'
 import { EPOCH_TRAILER, LEASE_TRAILER, type FilePlan } from './encode.js'
 import {
-  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobIds, parseLooseCount, parseStatus, repositoryDir, runGit, type Status,
+  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobBatch, parseBlobIds, parseLooseCount, parseStatus, repositoryDir, runGit, runGitBytes,
+  type Status,
 } from './process.js'
 import { WorkTree } from './worktree.js'
 
@@ -267,6 +268,16 @@ export class GitRepository {
 
   async readBlob(id: string): Promise<string> {
     return this.run('cat-file', ['cat-file', 'blob', id])
+  }
+
+  /** Many blobs in one process; undefined for an id that names no blob. */
+  async readBlobs(ids: readonly string[]): Promise<(string | undefined)[]> {
+    if (ids.length === 0) return []
+    try {
+      return parseBlobBatch(await runGitBytes(this.dir, this.env, ['cat-file', '--batch'], ids.map((id) => `${id}\n`).join('')), ids)
+    } catch (err) {
+      throw gitFailure(this.sink, 'cat-file', err, this.settings.secrets)
+    }
   }
 
   /** The hash git names objects with in this repository. */

@@ -6,8 +6,10 @@ import { describe, it } from 'node:test'
 import { buildSnapshot, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef, Snapshot } from '../../api/types.js'
 import { itemPath, renderItem, renderSnapshot } from '../../sinks/document.js'
+import type { GitLayout } from '../../sinks/git/config.js'
 import { blobId } from '../../sinks/git/drift.js'
 import { createGitSink } from '../../sinks/git/index.js'
+import { envelopePath, groupByShard, renderSharded, shardedFiles, shardOf, shardOfPath, shardPath } from '../../sinks/git/shards.js'
 import { defaultSinkOptions } from '../../sinks/registry.js'
 import type { DriftMode, DriftResult, Sink } from '../../sinks/sink.js'
 import { bumpReplicas, makeItems } from '../support/items.js'
@@ -51,11 +53,11 @@ async function head(dir: string, ref = 'main'): Promise<string> {
   return (await git(dir, 'rev-parse', ref)).trim()
 }
 
-async function remoteSetup(t: { after(fn: () => Promise<void>): void }, layout: 'document' | 'perResource' = 'document') {
+async function remoteSetup(t: { after(fn: () => Promise<void>): void }, layout: GitLayout = 'document', shards?: number) {
   const root = await tempDir(t)
   const remote = await createBareRemote(root)
   const dataDir = path.join(root, 'data')
-  const sink = withSink(t, createGitSink(gitSinkOptions(dataDir, { url: remote, layout })))
+  const sink = withSink(t, createGitSink(gitSinkOptions(dataDir, { url: remote, layout, shards })))
   return { root, remote, work: path.join(dataDir, 'work'), sink }
 }
 
@@ -175,6 +177,35 @@ describe('git sink drift, remote', () => {
     assert.deepEqual(await verify(sink, snap, 'repair'), { differences: 0, examples: [], repaired: false })
     assert.deepEqual(await sink.write(snap), { added: 0, changed: 0, removed: 0 })
     assert.equal(await head(remote), repaired)
+  })
+
+  it('sharded: an edited item, a deleted shard and a stray file are found, and repaired by rewriting only those', async (t) => {
+    const { root, remote, sink } = await remoteSetup(t, 'sharded', 4)
+    const snap = snapshot(makeItems(40))
+    const items = snap.items
+    await sink.write(snap)
+    const edited = items[3] as Item
+    const editedShard = shardPath(RESOURCE_DIR, shardOf(itemKey(edited), 4), 4)
+    const deletedShard = shardedFiles(RESOURCE_DIR, 4).find((file) => file !== editedShard && file !== envelopePath(RESOURCE_DIR)) as string
+    const lost = groupByShard(items, 4).get(shardOfPath(RESOURCE_DIR, deletedShard)?.shard ?? -1) ?? []
+    const stray = `${RESOURCE_DIR}/stray.json`
+    await otherWriterPushes(root, remote, async (dir) => {
+      const file = path.join(dir, editedShard)
+      await writeFile(file, (await readFile(file, 'utf8')).replace(`"replicas": ${String(edited.attributes['replicas'])},`, '"replicas": 77,'))
+      await rm(path.join(dir, deletedShard))
+      await writeFile(path.join(dir, stray), '{}\n')
+    })
+    const before = await head(remote)
+
+    const found = await verify(sink, snap, 'report')
+    assert.equal(found.differences, 1 + lost.length + 1, 'the edited item, each item of the deleted shard, the stray file')
+    assert.equal(await head(remote), before, 'report wrote nothing')
+
+    assert.equal((await verify(sink, snap, 'repair')).repaired, true)
+    assert.equal((await gitLog(remote, 'main'))[1]?.sha, before, 'exactly one commit')
+    assert.deepEqual((await numstat(remote, before, 'main')).map((row) => row.path).sort(), [editedShard, deletedShard, stray].sort())
+    for (const [file, text] of renderSharded(RESOURCE_DIR, snap, 4)) assert.equal(await showFile(remote, 'main', file), text)
+    assert.deepEqual(await verify(sink, snap, 'repair'), { differences: 0, examples: [], repaired: false })
   })
 
   it('a repair whose push loses the race is rebased like an export: both commits land', async (t) => {

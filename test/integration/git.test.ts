@@ -5,9 +5,11 @@ import { readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { buildSnapshot, canonicalJsonPretty } from '../../api/canonical.js'
+import { buildSnapshot, canonicalJsonPretty, itemKey } from '../../api/canonical.js'
 import type { Item, ObjectRef } from '../../api/types.js'
 import { itemPath, renderSnapshot } from '../../sinks/document.js'
+import { readStoredInventory } from '../../sinks/git/read.js'
+import { envelopePath, shardedFiles, shardOf, shardPath } from '../../sinks/git/shards.js'
 import { resolveGitSettings } from '../../sinks/git/config.js'
 import { createGitSink } from '../../sinks/git/index.js'
 import { gitFailure } from '../../sinks/git/process.js'
@@ -37,6 +39,7 @@ const INVENTORY: ObjectRef = { namespace: 'team-a', name: 'deployments' }
 const CLUSTER = 'lab-west'
 const DOCUMENT = 'inventory/lab-west/team-a/deployments.json'
 const RESOURCE_DIR = 'inventory/lab-west/team-a/deployments'
+const DOCUMENT_TEMPLATE = 'inventory/{cluster}/{namespace}/{name}.json'
 const TOKEN = 'tok-s3cr3t'
 
 function snapshot(items: readonly Item[]) {
@@ -176,6 +179,52 @@ describe('git sink, local repository (embedded default)', () => {
     assert.deepEqual((await numstat(dataDir, 'HEAD~1')).map((row) => row.path), [itemPath(RESOURCE_DIR, remaining[0] as Item)])
     assert.deepEqual(await restarted.write(snapshot(remaining)), { added: 0, changed: 0, removed: 0 })
     assert.equal((await gitLog(dataDir)).length, 3)
+  })
+
+  it('sharded: a 1-item change rewrites its one shard and the envelope; git log -p shows the changed line', async (t) => {
+    const dataDir = await tempDir(t)
+    const options = gitSinkOptions(dataDir, { layout: 'sharded', shards: 4 })
+    const items = makeItems(120)
+    const first = createGitSink(options)
+    assert.deepEqual(await first.write(snapshot(items)), { added: 120, changed: 0, removed: 0 })
+    assert.deepEqual(await listTree(dataDir, 'HEAD', RESOURCE_DIR), shardedFiles(RESOURCE_DIR, 4))
+    const held = await Promise.all([0, 1, 2, 3].map(async (shard) => JSON.parse(await showFile(dataDir, 'HEAD', shardPath(RESOURCE_DIR, shard, 4))) as { items: Item[] }))
+    assert.deepEqual(held.flatMap((file) => file.items).map(itemKey).sort(), items.map(itemKey).sort(), 'every item in exactly one shard')
+    for (const [shard, file] of held.entries()) assert.ok(file.items.every((item) => shardOf(itemKey(item), 4) === shard))
+
+    items[42] = bumpReplicas(items[42] as Item, 4242)
+    assert.deepEqual(await first.write(snapshot(items)), { added: 0, changed: 1, removed: 0 })
+    const changed = shardPath(RESOURCE_DIR, shardOf(itemKey(items[42] as Item), 4), 4)
+    assert.deepEqual((await numstat(dataDir, 'HEAD~1')).map((row) => [row.path, row.added, row.deleted]).sort(),
+      [[envelopePath(RESOURCE_DIR), 1, 1], [changed, 1, 1]].sort())
+    const patch = await git(dataDir, 'log', '-p', '-1', '--format=', '--', changed)
+    assert.match(patch, /^\+ {8}"replicas": 4242,$/m)
+    const envelope = JSON.parse(await showFile(dataDir, 'HEAD', envelopePath(RESOURCE_DIR))) as Record<string, unknown>
+    assert.deepEqual(envelope, { ...JSON.parse(canonicalJsonPretty({ ...snapshot(items), items: undefined })), shards: 4 })
+    await first.close()
+
+    // A restart reads the shards back, and a new count moves every item to its new shard.
+    const restarted = withSink(t, createGitSink(options))
+    items[7] = bumpReplicas(items[7] as Item, 7)
+    assert.deepEqual(await restarted.write(snapshot(items)), { added: 0, changed: 1, removed: 0 })
+    assert.equal((await numstat(dataDir, 'HEAD~1')).length, 2)
+    const recounted = withSink(t, createGitSink(gitSinkOptions(dataDir, { layout: 'sharded', shards: 3 })))
+    assert.deepEqual(await recounted.write(snapshot(items)), { added: 0, changed: 0, removed: 0 })
+    assert.deepEqual(await listTree(dataDir, 'HEAD', RESOURCE_DIR), shardedFiles(RESOURCE_DIR, 3))
+    assert.equal((await git(dataDir, 'status', '--porcelain')).trim(), '')
+  })
+
+  it('every layout stores the same items: read back from the repository, whichever wrote it', async (t) => {
+    const items = makeItems(30)
+    for (const layout of ['document', 'perResource', 'sharded'] as const) {
+      const dataDir = await tempDir(t)
+      const sink = withSink(t, createGitSink(gitSinkOptions(dataDir, { layout })))
+      await sink.write(snapshot(items))
+      const stored = await readStoredInventory(dataDir, 'HEAD', DOCUMENT_TEMPLATE, { cluster: CLUSTER, ...INVENTORY })
+      assert.equal(stored?.layout, layout)
+      assert.deepEqual(stored?.items, snapshot(items).items, layout)
+      assert.equal(stored?.checksum, layout === 'perResource' ? undefined : snapshot(items).checksum, layout)
+    }
   })
 
   it('perResource: hostile names stay inside the inventory directory', async (t) => {

@@ -54,12 +54,12 @@ describe('planFiles', () => {
   const diff = diffItems(heldFromItems(before), snapshot.items)
 
   test('document: one file, the rendered snapshot, nothing pruned', () => {
-    const plan = planFiles(DOC, 'document', snapshot, () => diff)
+    const plan = planFiles(DOC, { layout: 'document', shards: 16 }, snapshot, () => diff)
     assert.deepEqual(plan, { write: new Map([[DOC, renderSnapshot(snapshot)]]) })
   })
 
   test('perResource: writes only added and changed items, keeps every item, prunes the rest of the directory', () => {
-    const plan = planFiles(DIR, 'perResource', snapshot, () => diff)
+    const plan = planFiles(DIR, { layout: 'perResource', shards: 16 }, snapshot, () => diff)
     assert.deepEqual(plan.write, new Map([
       [itemPath(DIR, items[3]!), renderItem(items[3]!)],
       [itemPath(DIR, changed), renderItem(changed)],
@@ -70,7 +70,7 @@ describe('planFiles', () => {
 
   test('perResource, empty inventory: nothing written, everything pruned', () => {
     const empty = snapshotOf(INV, [])
-    assert.deepEqual(planFiles(DIR, 'perResource', empty, () => diffItems(heldFromItems(before), [])), { write: new Map(), prune: { dir: DIR, keep: new Set() } })
+    assert.deepEqual(planFiles(DIR, { layout: 'perResource', shards: 16 }, empty, () => diffItems(heldFromItems(before), [])), { write: new Map(), prune: { dir: DIR, keep: new Set() } })
   })
 })
 
