@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { enableLinearRegExps } from '../server/process/regexp-engine.js'
 import { HUB_USAGE, runHub } from './hub.js'
+import { INVENTORY_USAGE, runInventory } from './inventory.js'
 import { EXIT_OK, EXIT_USAGE, RunError, UsageError, type Io } from './io.js'
 import { runPreview } from './preview.js'
 import { PREVIEW_USAGE } from './preview-options.js'
@@ -20,6 +21,7 @@ Commands:
   validate   check Kollect resources in YAML files against their CRD schemas and compile
              every expression
   hub        run in hub mode: fan in the spokes' NATS events to the hub's sinks
+  inventory  print the items of an inventory as a git sink stored them, at any revision
 
 Options:
   -h, --help       show this help
@@ -32,6 +34,7 @@ const COMMANDS: Record<string, { run: (argv: string[], io: Io) => Promise<number
   preview: { run: runPreview, usage: PREVIEW_USAGE },
   validate: { run: runValidate, usage: VALIDATE_USAGE },
   hub: { run: runHub, usage: HUB_USAGE },
+  inventory: { run: runInventory, usage: INVENTORY_USAGE },
 }
 
 /** The version in the package.json above this module (source tree, dist/ or an installed copy). */

@@ -10,6 +10,10 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import type { Condition, Item, KubeObject } from '../../api/types.js'
 import type { SyncRequest } from '../../hooks/request.js'
 import { syncTarget, type ObjectOutcome } from '../../hooks/target.js'
+import { buildSnapshot } from '../../api/canonical.js'
+import { createGitSink } from '../../sinks/git/index.js'
+import { gitSinkOptions } from '../support/git.js'
+import { makeItems } from '../support/items.js'
 import { deployment, loadExampleCr, ROOT, targetSyncRequest } from '../support/metacontroller.js'
 
 // The kollect command as users run it: a real `node dist/cli/main.js` process, its exit code,
@@ -652,5 +656,49 @@ describe('kollect preview --kubeconfig', () => {
     const r = await kollect(['preview', '--profile', PROFILE, '--target', TARGET, '--kubeconfig', kubeconfig, '--context', 'prod'])
     assert.equal(r.code, 2)
     assert.equal(lines(r.stderr)[0], 'kollect preview: no context "prod" in the kubeconfig (contexts: fake, other)')
+  })
+})
+
+describe('kollect inventory', () => {
+  const inventory = { namespace: 'team-a', name: 'prod-inventory' }
+  const items = makeItems(25)
+  const snapshot = buildSnapshot(inventory, 'lab-west', items)
+
+  test('every layout reads back as the same items, at any revision; the summary names the layout and checksum', async () => {
+    for (const layout of ['document', 'perResource', 'sharded'] as const) {
+      const repo = path.join(dir, `inventory-${layout}`)
+      const sink = createGitSink(gitSinkOptions(repo, { layout, shards: 3 }))
+      await sink.write(buildSnapshot(inventory, 'lab-west', items.slice(1)))
+      await sink.write(snapshot)
+      await sink.close()
+
+      const now = await kollect(['inventory', '--repo', repo, '--cluster', 'lab-west', '-o', 'json', 'team-a/prod-inventory'])
+      assert.equal(now.code, 0, now.stderr)
+      assert.deepEqual(JSON.parse(now.stdout), snapshot.items, layout)
+      assert.equal(now.stderr, `25 items, ${layout} layout${layout === 'perResource' ? '' : `, checksum ${snapshot.checksum}`}, at HEAD\n`)
+      const before = await kollect(['inventory', '--repo', repo, '--cluster', 'lab-west', '--rev', 'HEAD~1', '-o', 'json', 'team-a/prod-inventory'])
+      assert.deepEqual(JSON.parse(before.stdout), buildSnapshot(inventory, 'lab-west', items.slice(1)).items, layout)
+    }
+    const table = await kollect(['inventory', '--repo', path.join(dir, 'inventory-sharded'), '--cluster', 'lab-west', 'team-a/prod-inventory'])
+    assert.deepEqual(rows(table.stdout)[0], ['NAMESPACE', 'NAME', ...Object.keys(items[0]!.attributes).sort()])
+    assert.equal(rows(table.stdout).length, 26)
+  })
+
+  test('what is not there is exit 1 with a message; a wrong invocation is exit 2', async () => {
+    const repo = path.join(dir, 'inventory-document')
+    const cases: { args: string[]; code: number; stderr: RegExp }[] = [
+      { args: ['--repo', repo, '--cluster', 'lab-east', 'team-a/prod-inventory'], code: 1, stderr: /team-a\/prod-inventory \(cluster lab-east\) is not in .* at HEAD/ },
+      { args: ['--repo', repo, '--cluster', 'lab-west', '--rev', 'v9', 'team-a/prod-inventory'], code: 1, stderr: /cannot read v9 in / },
+      { args: ['--repo', path.join(dir, 'nowhere'), '--cluster', 'lab-west', 'team-a/prod-inventory'], code: 1, stderr: /no such directory: / },
+      { args: ['--repo', repo, '--cluster', 'lab-west', '--rev=--output=/tmp/x', 'team-a/prod-inventory'], code: 2, stderr: /is not a revision/ },
+      { args: ['--repo', repo, '--cluster', 'lab-west', 'team-a/../x'], code: 2, stderr: /is not NAMESPACE\/NAME/ },
+      { args: ['--repo', repo, 'team-a/prod-inventory'], code: 2, stderr: /--cluster is required/ },
+    ]
+    for (const c of cases) {
+      const run = await kollect(['inventory', ...c.args])
+      assert.equal(run.code, c.code, `${c.args.join(' ')}: ${run.stderr}`)
+      assert.match(run.stderr, c.stderr)
+      assert.equal(run.stdout, '')
+    }
   })
 })
