@@ -46,6 +46,15 @@ function snapshot(items: readonly Item[]) {
   return buildSnapshot(INVENTORY, CLUSTER, items)
 }
 
+/** A clone of the remote in which a person has committed a README (not pushed yet). */
+async function personCommitsReadme(remote: string, root: string): Promise<string> {
+  const other = await cloneRemote(remote, path.join(root, 'other'))
+  await writeFile(path.join(other, 'README.md'), 'written by a person\n')
+  await git(other, 'add', 'README.md')
+  await git(other, 'commit', '-q', '-m', 'docs: readme')
+  return other
+}
+
 
 function assertNoSecret(text: string, secret: string, user = 'x-access-token'): void {
   for (const form of [secret, Buffer.from(secret).toString('base64'), Buffer.from(`${user}:${secret}`).toString('base64')]) {
@@ -358,11 +367,7 @@ describe('git sink, remote repository', () => {
     const items = makeItems(5)
     await sink.write(snapshot(items))
 
-    const other = await cloneRemote(remote, path.join(root, 'other'))
-    await writeFile(path.join(other, 'README.md'), 'written by a person\n')
-    await git(other, 'add', 'README.md')
-    await git(other, 'commit', '-q', '-m', 'docs: readme')
-    await pushFromOtherWriterAfterCommit(work, other, 'once')
+    await pushFromOtherWriterAfterCommit(work, await personCommitsReadme(remote, root), 'once')
 
     items[1] = bumpReplicas(items[1] as Item, 3)
     const changed = snapshot(items)
@@ -381,11 +386,7 @@ describe('git sink, remote repository', () => {
     const { root, remote, sink } = await setup(t)
     const items = makeItems(5)
     await sink.write(snapshot(items))
-    const other = await cloneRemote(remote, path.join(root, 'other'))
-    await writeFile(path.join(other, 'README.md'), 'written by a person\n')
-    await git(other, 'add', 'README.md')
-    await git(other, 'commit', '-q', '-m', 'docs: readme')
-    await git(other, 'push', '-q', 'origin', 'HEAD:main')
+    await git(await personCommitsReadme(remote, root), 'push', '-q', 'origin', 'HEAD:main')
 
     items[2] = bumpReplicas(items[2] as Item, 8)
     assert.deepEqual(await sink.write(snapshot(items)), { added: 0, changed: 1, removed: 0 })
