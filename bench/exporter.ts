@@ -2,6 +2,7 @@
 // nats-server -js, a bare git remote): the initial export, then a 1-item change. It prints what
 // each export wrote (rows, events, Git diff lines) and the ratio incremental / initial time,
 // then checks that 1,000 target updates inside one debounce window make one export per sink.
+// Run as a program it also measures the git sink's clone over many exports (bench/git-history).
 // Drift checks are off in the exporter, so export times are the writes alone; what a check costs
 // is timed separately, on its own sink instances, as a ratio over the initial export. So is what
 // leader election's fencing costs each sink of record (fencingCost).
@@ -29,6 +30,7 @@ import { KafkaService } from '../sinks/kafka/service.js'
 import { startKafka } from '../test/support/kafka.js'
 import type { GitLayout } from '../sinks/git/config.js'
 import { FLOOR_BOUND, gitFloorCost } from './git-floor.js'
+import { benchGitHistory } from './git-history.js'
 
 export const INVENTORY = { namespace: 'team-a', name: 'bench' }
 
@@ -347,7 +349,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const layouts: GitLayout[] = process.env['BENCH_LAYOUT'] ? [process.env['BENCH_LAYOUT'] as GitLayout] : ['document', 'perResource', 'sharded']
   const results: boolean[] = []
   for (const layout of layouts) results.push(await benchExporter(count, layout))
-  if (!process.env['BENCH_LAYOUT']) results.push(await benchS3Exporter(count), await benchKafkaExporter(count))
+  // The git sink's clone over many exports: bytes per export and what its maintenance costs (issue 29).
+  if (!process.env['BENCH_LAYOUT']) results.push(await benchGitHistory(count), await benchS3Exporter(count), await benchKafkaExporter(count))
   const ok = results.every(Boolean)
   process.exitCode = ok ? 0 : 1
 }
