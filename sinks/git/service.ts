@@ -336,7 +336,6 @@ export class GitRepository {
   /** Removes a file, or a directory with everything in it, from the index and the tree; true when the commit would change anything. */
   async stageRemoval(relPath: string): Promise<boolean> {
     const files = (await this.run('ls-files', ['ls-files', '-z', '--', relPath])).split('\0').filter((f) => f !== '')
-    for (const file of files) this.lagging.delete(file)
     await this.tree.removePath(relPath)
     return this.record(new Map(), files)
   }
@@ -349,6 +348,8 @@ export class GitRepository {
    */
   private async stage(change: TreeChange): Promise<boolean> {
     const written = new Map<string, string>()
+    // Written to the tree: no longer behind the index.
+    for (const file of change.written) this.lagging.delete(file)
     if (change.written.length > 0) {
       const out = (await this.run('hash-object', ['hash-object', '-w', '--no-filters', '--stdin-paths'], change.written.map(stdinPath).join(''))).split('\n')
       change.written.forEach((file, i) => written.set(file, out[i] ?? ''))
@@ -366,6 +367,7 @@ export class GitRepository {
       for (const file of removed) {
         entries.push(`0 ${none}\t${file}`)
         ids.set(file, '')
+        this.lagging.delete(file)
       }
     }
     for (const [file, id] of written) {

@@ -412,6 +412,25 @@ describe('git sink, remote repository', () => {
     assert.equal((await changedLines(remote, 'main~1', 'main')).length, 4)
   })
 
+  it('sharded, in a clone: a new count, then a lost race, rebases (the old shards are not written back)', async (t) => {
+    const { root, remote, work, dataDir } = await setup(t)
+    const items = makeItems(20)
+    const four = createGitSink(gitSinkOptions(dataDir, { url: remote, layout: 'sharded', shards: 4 }))
+    await four.write(snapshot(items))
+    await four.close()
+    const three = withSink(t, createGitSink(gitSinkOptions(dataDir, { url: remote, layout: 'sharded', shards: 3 })))
+    await three.write(snapshot(items))
+    items[5] = bumpReplicas(items[5] as Item, 5)
+    await three.write(snapshot(items))
+    await pushFromOtherWriterAfterCommit(work, await personCommitsReadme(remote, root), 'once')
+
+    items[6] = bumpReplicas(items[6] as Item, 6)
+    assert.deepEqual(await three.write(snapshot(items)), { added: 0, changed: 1, removed: 0 })
+    assert.ok(existsSync(path.join(work, '.git', 'other-writer-pushed')), 'the other writer did push in between')
+    assert.deepEqual((await gitLog(remote, 'main')).map((entry) => entry.subject).slice(0, 2), ['kollect: team-a/deployments +0 ~1 -0 (20 items)', 'docs: readme'])
+    assert.deepEqual((await listTree(remote, 'main', RESOURCE_DIR)).sort(), shardedFiles(RESOURCE_DIR, 3).sort())
+  })
+
   it('a branch rewound by another writer between two exports: what they removed stays removed', async (t) => {
     const { root, remote, sink } = await setup(t)
     const items = makeItems(5)
