@@ -188,7 +188,7 @@ export async function runGit(dir: string, env: Record<string, string>, args: str
 }
 
 /** runGit, with stdout as bytes: what `cat-file --batch` sizes its objects in. */
-export function runGitBytes(dir: string, env: Record<string, string>, args: string[], input?: string): Promise<Buffer> {
+function runGitBytes(dir: string, env: Record<string, string>, args: string[], input?: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawn('git', args, { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] })
     // A git that exits before reading all of it closes the pipe: its exit code tells, not EPIPE.
@@ -220,8 +220,14 @@ export function runGitBytes(dir: string, env: Record<string, string>, args: stri
   })
 }
 
+/** Many blobs read by one `git cat-file --batch`: each one's text in the order of `ids`, undefined for one that names no blob. */
+export async function readBlobBatch(dir: string, env: Record<string, string>, ids: readonly string[]): Promise<(string | undefined)[]> {
+  if (ids.length === 0) return []
+  return parseBlobBatch(await runGitBytes(dir, env, ['cat-file', '--batch'], ids.map((id) => `${id}\n`).join('')), ids)
+}
+
 /** `git cat-file --batch` for `ids`: each object's text in their order, undefined for one that is missing or not a blob. */
-export function parseBlobBatch(output: Buffer, ids: readonly string[]): (string | undefined)[] {
+function parseBlobBatch(output: Buffer, ids: readonly string[]): (string | undefined)[] {
   const texts: (string | undefined)[] = []
   let at = 0
   for (let i = 0; i < ids.length; i++) {

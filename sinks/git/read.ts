@@ -5,7 +5,7 @@ import { itemPath, parseItem, parseSnapshotDocument } from '../document.js'
 import { renderPath, type TemplateValues } from '../escape.js'
 import type { GitLayout } from './config.js'
 import { managedPath } from './encode.js'
-import { isolatedGitEnvironment, parseBlobBatch, parseBlobIds, runGit, runGitBytes } from './process.js'
+import { isolatedGitEnvironment, parseBlobIds, readBlobBatch, runGit } from './process.js'
 import { envelopePath, parseEnvelope, parseShard, shardOfPath } from './shards.js'
 
 // Reading what the git sink stored, for tools (the CLI, the history read side): one inventory at
@@ -30,10 +30,7 @@ export async function readStoredInventory(dir: string, rev: string, template: st
   const document = path.relative(dir, renderPath(dir, template, values)).split(path.sep).join('/')
   const directory = managedPath(document, 'perResource', template)
   const ids = parseBlobIds(await runGit(dir, env, ['ls-tree', '-r', '-z', rev, '--', document, directory]))
-  const read = async (files: string[]): Promise<(string | undefined)[]> => {
-    const wanted = files.map((file) => ids.get(file) ?? '')
-    return wanted.length === 0 ? [] : parseBlobBatch(await runGitBytes(dir, env, ['cat-file', '--batch'], wanted.map((id) => `${id}\n`).join('')), wanted)
-  }
+  const read = (files: string[]) => readBlobBatch(dir, env, files.map((file) => ids.get(file) ?? ''))
 
   if (ids.has(document)) {
     const [text] = await read([document])

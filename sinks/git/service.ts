@@ -7,8 +7,7 @@ import type { GitSettings } from './config.js'
 import type { ObjectFormat } from './drift.js'
 import { EPOCH_TRAILER, LEASE_TRAILER, type FilePlan } from './encode.js'
 import {
-  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobBatch, parseBlobIds, parseLooseCount, parseStatus, repositoryDir, runGit, runGitBytes,
-  type Status,
+  gitEnvironment, gitFailure, isRejectedBecauseRemoteMoved, parseBlobIds, parseLooseCount, parseStatus, readBlobBatch, repositoryDir, runGit, type Status,
 } from './process.js'
 import { WorkTree } from './worktree.js'
 
@@ -272,9 +271,8 @@ export class GitRepository {
 
   /** Many blobs in one process; undefined for an id that names no blob. */
   async readBlobs(ids: readonly string[]): Promise<(string | undefined)[]> {
-    if (ids.length === 0) return []
     try {
-      return parseBlobBatch(await runGitBytes(this.dir, this.env, ['cat-file', '--batch'], ids.map((id) => `${id}\n`).join('')), ids)
+      return await readBlobBatch(this.dir, this.env, ids)
     } catch (err) {
       throw gitFailure(this.sink, 'cat-file', err, this.settings.secrets)
     }
@@ -397,7 +395,9 @@ export class GitRepository {
    * `commit --cleanup=verbatim -m` joined them.
    */
   async commit(message: string[]): Promise<string> {
-    const { tree, parent, ids } = this.staged ?? { tree: (await this.run('write-tree', ['write-tree'])).trim(), parent: await this.head(), ids: new Map() }
+    const staged = this.staged
+    if (!staged) throw new Error('git commit without a staged change')
+    const { tree, parent, ids } = staged
     this.staged = undefined
     const args = ['commit-tree', tree]
     if (parent) args.push('-p', parent)
